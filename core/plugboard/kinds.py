@@ -1,0 +1,37 @@
+"""What a kind plugin registers: a data kind and the methods that log it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A data kind, such as ``scalar`` or ``histogram``.
+
+    ``convert`` validates a value given to ``add_value(name, tag, value)`` and returns the
+    format-neutral payload that encoders receive. ``methods`` maps facade method names (such as
+    ``add_histogram``) to functions called as ``fn(writer, *args, **kwargs)``; they validate their
+    arguments and call ``writer.emit(kind_name, tag, payload, global_step, walltime)``.
+    ``heavy`` kinds are costly to encode (PNG, large arrays): a sink may encode them off the
+    caller's thread, so a caller that releases the GIL is not stalled.
+    """
+
+    name: str
+    convert: Callable[[Any], Any]
+    methods: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    heavy: bool = False
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(f"Kind name must be an identifier, got {self.name!r}")
+        if not callable(self.convert):
+            raise TypeError(f"Kind {self.name!r}: convert must be callable")
+        for method_name, fn in self.methods.items():
+            if not method_name.startswith("add_") or not method_name.isidentifier():
+                raise ValueError(f"Kind {self.name!r}: method name {method_name!r} must look like add_<name>")
+            if not callable(fn):
+                raise TypeError(f"Kind {self.name!r}: method {method_name!r} is not callable")

@@ -1,0 +1,44 @@
+"""Paths under a log directory: whatever a tag, key, run name or step says, nothing escapes it."""
+
+from __future__ import annotations
+
+import os
+import re
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def is_url(path: str) -> bool:
+    """True for fsspec-style URLs such as ``s3://bucket/run`` or ``memory://x``."""
+    return "://" in path and not _DRIVE.match(path)
+
+
+def safe_relpath(rel: str, arg: str) -> str:
+    """Validate a relative path built from user input; return it with '/' separators.
+
+    Raises ValueError for anything that could leave the directory it is joined to: an absolute
+    path, a drive letter, a ``..`` or empty component, a NUL or other control character.
+    """
+    if not isinstance(rel, str):
+        raise TypeError(f"{arg} must be a str, got {type(rel).__name__}")
+    problem = ""
+    if not rel:
+        problem = "it is empty"
+    elif any(ord(c) < 32 for c in rel):
+        problem = "it contains a control character (NUL, newline, ...)"
+    elif rel.startswith(("/", "\\")) or _DRIVE.match(rel):
+        problem = "it is an absolute path"
+    else:
+        parts = re.split(r"[/\\]", rel)
+        if any(p in ("", ".", "..") for p in parts):
+            problem = "it has an empty, '.' or '..' path component"
+    if problem:
+        raise ValueError(f"{arg} {rel!r} cannot be used as a path inside log_dir: {problem}")
+    return rel.replace("\\", "/")
+
+
+def join(base: str, rel: str) -> str:
+    """Join a validated relative path to a local directory or a URL."""
+    if is_url(base):
+        return base.rstrip("/") + "/" + rel
+    return os.path.join(base, *rel.split("/"))

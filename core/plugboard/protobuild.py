@@ -1,0 +1,123 @@
+"""Protobuf message classes built at run time from a compact schema, with no generated code.
+
+Plugins describe the messages of a file format (field names and numbers, which are facts of the
+format) and get real protobuf classes, so they serialize and parse with the installed protobuf
+runtime whatever its version. Example::
+
+    Point = build("demo", {"Point": [("x", 1, "double"), ("tags", 2, "string", "repeated")]})["Point"]
+
+A field is ``(name, number, type[, "repeated"])``. ``type`` is a scalar name (``double``,
+``float``, ``int32``, ``int64``, ``uint32``, ``uint64``, ``sint32``, ``sint64``, ``bool``,
+``string``, ``bytes``), the name of a message or enum of the same schema, a fully qualified
+name starting with ``.`` (``.google.protobuf.Value``), or ``map<K,V>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+_F = descriptor_pb2.FieldDescriptorProto
+_SCALARS = {
+    "double": _F.TYPE_DOUBLE,
+    "float": _F.TYPE_FLOAT,
+    "int32": _F.TYPE_INT32,
+    "int64": _F.TYPE_INT64,
+    "uint32": _F.TYPE_UINT32,
+    "uint64": _F.TYPE_UINT64,
+    "sint32": _F.TYPE_SINT32,
+    "sint64": _F.TYPE_SINT64,
+    "fixed32": _F.TYPE_FIXED32,
+    "fixed64": _F.TYPE_FIXED64,
+    "bool": _F.TYPE_BOOL,
+    "string": _F.TYPE_STRING,
+    "bytes": _F.TYPE_BYTES,
+}
+_WELL_KNOWN = {".google.protobuf.Value": "google/protobuf/struct.proto", ".google.protobuf.ListValue": "google/protobuf/struct.proto"}
+
+Field = Sequence[Any]
+
+
+def _camel(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_")) + "Entry"
+
+
+def _fill_field(
+    fd: Any, field: Field, package: str, names: set[str], enums: set[str], deps: set[str], msg: Any
+) -> None:
+    name, number, ftype = field[0], field[1], field[2]
+    label = field[3] if len(field) > 3 else ""
+    fd.name, fd.number = name, number
+    fd.json_name = name
+    fd.label = _F.LABEL_REPEATED if label == "repeated" else _F.LABEL_OPTIONAL
+    if ftype.startswith("map<"):
+        key_type, value_type = (t.strip() for t in ftype[4:-1].split(","))
+        entry = msg.nested_type.add()
+        entry.name = _camel(name)
+        entry.options.map_entry = True
+        _fill_field(entry.field.add(), ("key", 1, key_type), package, names, enums, deps, entry)
+        _fill_field(entry.field.add(), ("value", 2, value_type), package, names, enums, deps, entry)
+        fd.label = _F.LABEL_REPEATED
+        fd.type = _F.TYPE_MESSAGE
+        fd.type_name = f".{package}.{msg.name}.{entry.name}"
+    elif ftype in _SCALARS:
+        fd.type = _SCALARS[ftype]
+    elif ftype.startswith("."):
+        fd.type = _F.TYPE_MESSAGE
+        fd.type_name = ftype
+        if ftype in _WELL_KNOWN:
+            deps.add(_WELL_KNOWN[ftype])
+    elif ftype in enums:
+        fd.type = _F.TYPE_ENUM
+        fd.type_name = f".{package}.{ftype}"
+    elif ftype in names:
+        fd.type = _F.TYPE_MESSAGE
+        fd.type_name = f".{package}.{ftype}"
+    else:
+        raise ValueError(f"unknown field type {ftype!r} for field {name!r}")
+
+
+def build(
+    package: str,
+    messages: Mapping[str, Sequence[Field]],
+    enums: Mapping[str, Mapping[str, int]] | None = None,
+    *,
+    syntax: str = "proto3",
+) -> dict[str, Any]:
+    """Build message classes for ``messages`` in a private pool; returns ``{name: class}``."""
+    enums = enums or {}
+    fdp = descriptor_pb2.FileDescriptorProto()
+    fdp.name = f"plugboard_runtime/{package.replace('.', '/')}.proto"
+    fdp.package = package
+    fdp.syntax = syntax
+    deps: set[str] = set()
+    for enum_name, values in enums.items():
+        ed = fdp.enum_type.add()
+        ed.name = enum_name
+        for value_name, number in values.items():
+            ev = ed.value.add()
+            ev.name, ev.number = value_name, number
+    names = set(messages)
+    for msg_name, fields in messages.items():
+        md = fdp.message_type.add()
+        md.name = msg_name
+        for field in fields:
+            _fill_field(md.field.add(), field, package, names, set(enums), deps, md)
+    fdp.dependency.extend(sorted(deps))
+    pool = descriptor_pool.DescriptorPool()
+    for dep in sorted(deps):
+        from google.protobuf import struct_pb2
+
+        if dep == "google/protobuf/struct.proto":
+            dep_proto = descriptor_pb2.FileDescriptorProto()
+            struct_pb2.DESCRIPTOR.CopyToProto(dep_proto)
+            pool.Add(dep_proto)
+    pool.Add(fdp)
+    out: dict[str, Any] = {}
+    for msg_name in messages:
+        out[msg_name] = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{msg_name}"))
+    for enum_name in enums:
+        out[enum_name] = pool.FindEnumTypeByName(f"{package}.{enum_name}")
+    return out

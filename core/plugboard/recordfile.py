@@ -1,0 +1,243 @@
+"""A file of framed records written by a background thread, safe to trust with a training run.
+
+The caller's cost per record is an append to a deque. Every ``max_queue`` records the writer
+thread is woken to write what is pending; it also writes anything pending ``flush_secs`` after
+it last wrote, so nothing waits longer than that. Guarantees:
+
+- ``flush()`` returns once every record accepted before it is in the file.
+- Memory is bounded: when more than ``max_pending_bytes`` wait, the caller waits for the thread.
+- An I/O error (disk full, file too large) is raised once, with its own type, from the next
+  ``write``/``flush``/``close``; the file is cut back to its last complete record so that records
+  written later stay readable; nothing ever hangs.
+- In a forked child the inherited writer is abandoned: the child neither writes the parent's
+  pending records nor touches the parent's file.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable
+from queue import Empty, SimpleQueue
+from typing import Any
+
+from . import lifecycle
+from .framing import frame
+from .sinks import Deferred
+from .storage import AppendFile
+
+DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024
+_STOP = object()
+_live: weakref.WeakSet[RecordFile] = weakref.WeakSet()
+
+
+class WriterStopped(RuntimeError):
+    """The writer thread is gone (the process forked, or the writer was abandoned)."""
+
+
+class RecordFile:
+    """Append framed records to ``handle`` from a background thread."""
+
+    def __init__(
+        self,
+        handle: AppendFile,
+        *,
+        max_queue: int = 10,
+        flush_secs: float = 120.0,
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self.handle = handle
+        self.name = handle.name
+        self._max_queue = max(1, int(max_queue))
+        self._flush_secs = float(flush_secs)
+        self._max_pending_bytes = max_pending_bytes
+        self._pending: deque[Any] = deque()
+        self._count = 0
+        self._bytes_in = 0
+        self._bytes_out = 0
+        self._offset = 0  # end of the last complete record in the file
+        self._error: BaseException | None = None
+        self._closed = False
+        self._abandoned = False
+        self._io_lock = threading.Lock()
+        self._room = threading.Condition(threading.Lock())
+        self._wake: SimpleQueue[object] = SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=f"plugboard-writer:{self.name}", daemon=True)
+        self._thread.start()
+        _live.add(self)
+
+    # -- caller side -------------------------------------------------------------------------
+
+    def write(self, record: bytes | Deferred, size: int | None = None) -> None:
+        """Queue one record payload (bytes, or a Deferred encode returning bytes)."""
+        if self._error is not None:
+            self._raise_error()
+        if self._closed:
+            raise ValueError(f"write to closed record file {self.name}")
+        if type(record) is bytes:
+            record = frame(record)
+            self._bytes_in += len(record)
+        else:
+            self._bytes_in += size if size is not None else getattr(record, "size_hint", 0)
+        self._pending.append(record)
+        self._count += 1
+        if self._count >= self._max_queue:
+            self._count = 0
+            self._wake.put(None)
+            if self._bytes_in - self._bytes_out > self._max_pending_bytes:
+                self._wait_for_room()
+
+    def write_now(self, record: bytes) -> None:
+        """Write one record synchronously (ahead of nothing pending): for headers."""
+        with self._io_lock:
+            self._drain_locked()
+            self._write_locked([frame(record)])
+        if self._error is not None:
+            self._raise_error()
+
+    def flush(self) -> None:
+        """Write every record accepted so far, then raise any I/O error that occurred."""
+        if self._abandoned or self._closed:
+            return
+        with self._io_lock:
+            self._drain_locked()
+            try:
+                self.handle.flush()
+            except OSError as exc:
+                self._error = self._error or exc
+        if self._error is not None:
+            self._raise_error()
+
+    def close(self) -> None:
+        """Flush, stop the thread and release the file; idempotent, even after an error."""
+        if self._closed:
+            return
+        self._closed = True
+        _live.discard(self)
+        if self._abandoned:
+            return
+        try:
+            with self._io_lock:
+                self._drain_locked()
+                try:
+                    self.handle.flush()
+                except OSError as exc:
+                    self._error = self._error or exc
+        finally:
+            self._wake.put(_STOP)
+            if self._thread is not threading.current_thread():
+                self._thread.join(timeout=10.0)
+            try:
+                self.handle.close()
+            except OSError as exc:
+                self._error = self._error or exc
+        if self._error is not None:
+            self._raise_error()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def pending(self) -> int:
+        """Records accepted but not yet written."""
+        return len(self._pending)
+
+    def _raise_error(self) -> None:
+        error, self._error = self._error, None
+        assert error is not None
+        raise error
+
+    def _wait_for_room(self) -> None:
+        with self._room:
+            while (
+                self._bytes_in - self._bytes_out > self._max_pending_bytes
+                and self._error is None
+                and not self._abandoned
+            ):
+                if not self._thread.is_alive():
+                    # The thread cannot drain: do it here rather than wait forever.
+                    self._room.release()
+                    try:
+                        with self._io_lock:
+                            self._drain_locked()
+                    finally:
+                        self._room.acquire()
+                    break
+                self._wake.put(None)
+                self._room.wait(timeout=0.5)
+        if self._error is not None:
+            self._raise_error()
+
+    # -- writer side -------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        wake = self._wake
+        while True:
+            try:
+                token = wake.get(timeout=self._flush_secs)
+            except Empty:
+                token = None
+            if token is _STOP or self._abandoned:
+                return
+            with self._io_lock:
+                if self._abandoned:
+                    return
+                self._drain_locked()
+
+    def _drain_locked(self) -> None:
+        pending = self._pending
+        while pending:
+            chunk = []
+            size = 0
+            try:
+                while pending and size < (1 << 22):
+                    item = pending.popleft()
+                    if type(item) is not bytes:
+                        size_hint = getattr(item, "size_hint", 0)
+                        try:
+                            item = frame(item())
+                        except BaseException as exc:  # an encode failed: report it, keep going
+                            self._error = self._error or exc
+                            self._bytes_out += size_hint
+                            continue
+                        self._bytes_out += size_hint - len(item)
+                    chunk.append(item)
+                    size += len(item)
+            finally:
+                if chunk:
+                    self._write_locked(chunk)
+
+    def _write_locked(self, chunk: list[bytes]) -> None:
+        data = b"".join(chunk)
+        try:
+            self.handle.write(data)
+            self._offset += len(data)
+        except OSError as exc:
+            self._error = self._error or exc
+            try:  # never leave a partial record that would hide later ones from readers
+                self.handle.truncate(self._offset)
+            except OSError:
+                pass
+        finally:
+            self._bytes_out += len(data)
+            with self._room:
+                self._room.notify_all()
+
+    def _abandon_after_fork(self) -> None:
+        self._abandoned = True
+        self._closed = True
+        self._pending = deque()
+        self._io_lock = threading.Lock()
+        self._room = threading.Condition(threading.Lock())
+
+
+def _after_fork() -> None:
+    for rf in list(_live):
+        rf._abandon_after_fork()
+    _live.clear()
+
+
+lifecycle.on_fork_child(_after_fork)

@@ -1,0 +1,62 @@
+"""Scalars as TensorBoard ``Event`` bytes: hand-packed for plain scalars (the hot path)."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+from plugboard_tfevents.encoding import summary_event, varint
+
+from .methods import TensorScalar
+
+_pack_head = struct.Struct("<Bd").pack
+_pack_f = struct.Struct("<f").pack
+_suffixes: dict[str, bytes] = {}
+_steps: dict[int, bytes] = {}
+
+
+def _suffix(tag: str) -> bytes:
+    """Everything after wall_time and step, up to the float: the same bytes for every step."""
+    tag_bytes = tag.encode("utf-8")
+    value_len = 1 + len(varint(len(tag_bytes))) + len(tag_bytes) + 5
+    summary_len = 1 + len(varint(value_len)) + value_len
+    out = (
+        b"\x2a" + varint(summary_len)
+        + b"\x0a" + varint(value_len)
+        + b"\x0a" + varint(len(tag_bytes)) + tag_bytes
+        + b"\x15"
+    )
+    if len(_suffixes) < 100_000:
+        _suffixes[tag] = out
+    return out
+
+
+def _step(step: int) -> bytes:
+    out = b"\x10" + varint(step)
+    if len(_steps) < 1_000_000:
+        _steps[step] = out
+    return out
+
+
+def _float32(value: float) -> bytes:
+    try:
+        return _pack_f(value)
+    except OverflowError:  # beyond float32: protobuf stores an infinity
+        return _pack_f(math.copysign(math.inf, value))
+
+
+def encode(tag: str, step: int | None, wall_time: float, value: object) -> bytes:
+    """One ``Event`` with ``Summary.Value(tag, simple_value)``, or a rank-0 tensor (new style)."""
+    if type(value) is float:
+        suffix = _suffixes.get(tag) or _suffix(tag)
+        if step is None:
+            return _pack_head(9, wall_time) + suffix + _float32(value)
+        return _pack_head(9, wall_time) + (_steps.get(step) or _step(step)) + suffix + _float32(value)
+    assert isinstance(value, TensorScalar)
+    from plugboard_tfevents.proto import DT_DOUBLE, DT_FLOAT, SummaryValue, TensorProto, metadata
+
+    if value.double_precision:
+        tensor = TensorProto(dtype=DT_DOUBLE, double_val=[value.value])
+    else:
+        tensor = TensorProto(dtype=DT_FLOAT, float_val=[value.value])
+    return summary_event(step, wall_time, [SummaryValue(tag=tag, tensor=tensor, metadata=metadata("scalars"))])

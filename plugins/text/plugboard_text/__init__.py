@@ -1,0 +1,38 @@
+"""The ``text`` kind: ``add_text`` and ``add_value("text", ...)``; TensorBoard renders markdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plugboard import Kind, hookimpl
+
+
+def _convert(value: Any, arg: str = "value") -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{arg} must be a str, got {type(value).__name__}: {value!r}")
+    return value
+
+
+def add_text(writer: Any, tag: str, text_string: str, global_step: Any = None, walltime: Any = None) -> None:
+    """Log a (markdown) string under ``tag``; TensorBoard shows it in the TEXT tab."""
+    writer.emit("text", tag, _convert(text_string, "text_string"), global_step, walltime)
+
+
+def encode_tfevents(tag: str, step: int | None, wall_time: float, text: str) -> bytes:
+    """torch's layout: tag ``<tag>/text_summary``, a DT_STRING tensor of shape [1]."""
+    from plugboard_tfevents.encoding import summary_event
+    from plugboard_tfevents.proto import DT_STRING, SummaryValue, TensorProto, metadata, shape
+
+    tensor = TensorProto(dtype=DT_STRING, tensor_shape=shape([1]), string_val=[text.encode("utf-8")])
+    value = SummaryValue(tag=tag + "/text_summary", metadata=metadata("text"), tensor=tensor)
+    return summary_event(step, wall_time, [value])
+
+
+@hookimpl
+def register_kinds(register: Any) -> None:
+    register(Kind(name="text", convert=_convert, methods={"add_text": add_text}, description="markdown text"))
+
+
+@hookimpl
+def register_encoders(register: Any) -> None:
+    register("text", "tfevents", encode_tfevents)

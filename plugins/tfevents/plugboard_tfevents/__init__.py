@@ -1,0 +1,20 @@
+"""The ``tfevents`` sink plugin: TensorBoard event files.
+
+Kinds teach this sink their encoding by registering an encoder for ``(kind, "tfevents")`` that
+returns one serialized ``Event`` (see :mod:`plugboard_tfevents.encoding`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plugboard import SinkSpec, hookimpl
+
+SINK = "tfevents"
+
+
+@hookimpl
+def register_sinks(register: Any) -> None:
+    from .sink import open_sink
+
+    register(SinkSpec(name=SINK, open=open_sink, description="TensorBoard event files (tfevents)"))
