@@ -61,6 +61,7 @@ class RecordFile:
         self._error: BaseException | None = None
         self._closed = False
         self._abandoned = False
+        self._idle = True
         self._io_lock = threading.Lock()
         self._room = threading.Condition(threading.Lock())
         self._wake: SimpleQueue[object] = SimpleQueue()
@@ -72,10 +73,8 @@ class RecordFile:
 
     def write(self, record: bytes | Deferred, size: int | None = None) -> None:
         """Queue one record payload (bytes, or a Deferred encode returning bytes)."""
-        if self._error is not None:
-            self._raise_error()
-        if self._closed:
-            raise ValueError(f"write to closed record file {self.name}")
+        if self._error is not None or self._closed:
+            self._raise_error() if self._error is not None else self._raise_closed()
         if type(record) is bytes:
             record = frame(record)
             self._bytes_in += len(record)
@@ -84,10 +83,18 @@ class RecordFile:
         self._pending.append(record)
         self._count += 1
         if self._count >= self._max_queue:
-            self._count = 0
+            self._handoff()
+
+    def _handoff(self) -> None:
+        self._count = 0
+        if self._idle:  # wake the thread only when it sleeps: one wake-up per batch it writes
+            self._idle = False
             self._wake.put(None)
-            if self._bytes_in - self._bytes_out > self._max_pending_bytes:
-                self._wait_for_room()
+        if self._bytes_in - self._bytes_out > self._max_pending_bytes:
+            self._wait_for_room()
+
+    def _raise_closed(self) -> None:
+        raise ValueError(f"write to closed record file {self.name}")
 
     def write_now(self, record: bytes) -> None:
         """Write one record synchronously (ahead of nothing pending): for headers."""
@@ -176,10 +183,12 @@ class RecordFile:
     def _run(self) -> None:
         wake = self._wake
         while True:
+            self._idle = True
             try:
                 token = wake.get(timeout=self._flush_secs)
             except Empty:
                 token = None
+            self._idle = False
             if token is _STOP or self._abandoned:
                 return
             with self._io_lock:
@@ -211,20 +220,34 @@ class RecordFile:
                     self._write_locked(chunk)
 
     def _write_locked(self, chunk: list[bytes]) -> None:
-        data = b"".join(chunk)
+        data = b"".join(chunk) if len(chunk) > 1 else chunk[0]
         try:
             self.handle.write(data)
             self._offset += len(data)
         except OSError as exc:
             self._error = self._error or exc
-            try:  # never leave a partial record that would hide later ones from readers
-                self.handle.truncate(self._offset)
-            except OSError:
-                pass
+            self._keep_complete_records(chunk)
         finally:
             self._bytes_out += len(data)
             with self._room:
                 self._room.notify_all()
+
+    def _keep_complete_records(self, chunk: list[bytes]) -> None:
+        """After a failed write, cut the file back to the last record written whole."""
+        try:
+            written = self.handle.tell() - self._offset
+        except (OSError, AttributeError):
+            written = 0
+        keep = 0
+        for record in chunk:
+            if keep + len(record) > written:
+                break
+            keep += len(record)
+        self._offset += keep
+        try:  # a partial record would hide every later record from TensorBoard's readers
+            self.handle.truncate(self._offset)
+        except OSError:
+            pass
 
     def _abandon_after_fork(self) -> None:
         self._abandoned = True

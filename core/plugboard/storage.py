@@ -49,6 +49,10 @@ class LocalAppendFile:
         self._file.truncate(size)
         self._file.seek(size)
 
+    def tell(self) -> int:
+        """Bytes in the file so far (after a failed write: how far it got)."""
+        return self._file.seek(0, os.SEEK_END)
+
     def close(self) -> None:
         self._file.close()
 

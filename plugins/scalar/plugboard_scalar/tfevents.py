@@ -49,7 +49,7 @@ def encode(tag: str, step: int | None, wall_time: float, value: object) -> bytes
     """One ``Event`` with ``Summary.Value(tag, simple_value)``, or a rank-0 tensor (new style)."""
     if type(value) is float:
         suffix = _suffixes.get(tag) or _suffix(tag)
-        if step is None:
+        if not step:  # None, or 0 which proto3 leaves out
             return _pack_head(9, wall_time) + suffix + _float32(value)
         return _pack_head(9, wall_time) + (_steps.get(step) or _step(step)) + suffix + _float32(value)
     assert isinstance(value, TensorScalar)

@@ -30,7 +30,7 @@ def varint(n: int) -> bytes:
 
 def event_head(step: int | None, wall_time: float) -> bytes:
     """The ``wall_time`` and ``step`` fields that start every Event."""
-    if step is None:
+    if not step:  # None, or 0 which proto3 leaves out
         return b"\x09" + _pack_d(wall_time)
     return b"\x09" + _pack_d(wall_time) + b"\x10" + varint(step)
 
