@@ -23,7 +23,11 @@ from queue import Empty, SimpleQueue
 from typing import Any
 
 from . import lifecycle
-from .framing import frame
+from .framing import _MASK_DELTA as _DELTA
+from .framing import _U32, _header, frame
+from .framing import _header_cache as _headers
+from .framing import _pack_i as _pack_crc
+from .framing import crc32c as _crc32c
 from .sinks import Deferred
 from .storage import AppendFile
 
@@ -75,9 +79,11 @@ class RecordFile:
         """Queue one record payload (bytes, or a Deferred encode returning bytes)."""
         if self._error is not None or self._closed:
             self._raise_error() if self._error is not None else self._raise_closed()
-        if type(record) is bytes:
-            record = frame(record)
-            self._bytes_in += len(record)
+        if type(record) is bytes:  # frame here: the CRC is cheap in C and errors stay with the caller
+            n = len(record)
+            crc = _crc32c(record)
+            record = (_headers.get(n) or _header(n)) + record + _pack_crc((((crc >> 15) | (crc << 17)) + _DELTA) & _U32)
+            self._bytes_in += n + 16
         else:
             self._bytes_in += size if size is not None else getattr(record, "size_hint", 0)
         self._pending.append(record)
@@ -235,7 +241,7 @@ class RecordFile:
     def _keep_complete_records(self, chunk: list[bytes]) -> None:
         """After a failed write, cut the file back to the last record written whole."""
         try:
-            written = self.handle.tell() - self._offset
+            written = self.handle.tell() - self._offset  # type: ignore[attr-defined]
         except (OSError, AttributeError):
             written = 0
         keep = 0

@@ -183,7 +183,7 @@ def build_registry(extra: Iterable[tuple[str, Any]] = ()) -> Registry:
         dist, version = _dist_of(ep)
         candidates.append((ep.name, ep.load, dist, version))
     for name, plugin in extra:
-        candidates.append((name, lambda plugin=plugin: plugin, "(registered in process)", ""))
+        candidates.append((name, _returning(plugin), "(registered in process)", ""))
 
     for name, load, dist, version in candidates:
         info = PluginInfo(name=name, distribution=dist, version=version)
@@ -215,6 +215,10 @@ def build_registry(extra: Iterable[tuple[str, Any]] = ()) -> Registry:
     return reg
 
 
+def _returning(plugin: Any) -> Callable[[], Any]:
+    return lambda: plugin
+
+
 def _collect(
     reg: Registry,
     by_name: dict[str, PluginInfo],
@@ -222,8 +226,11 @@ def _collect(
     add: Callable[..., None],
 ) -> None:
     caller = getattr(reg.manager.hook, hook)
+    trace = bool(os.environ.get(TRACE_ENV))
     for impl in caller.get_hookimpls():
         info = by_name.get(impl.plugin_name) or PluginInfo(name=impl.plugin_name)
+        if trace:  # impls are called one by one (to isolate failures), so pluggy's tracing misses them
+            sys.stderr.write(f"[plugboard] {hook}(register) -> plugin {impl.plugin_name!r}\n")
 
         def register(*args: Any, _info: PluginInfo = info) -> None:
             add(reg, _info, *args)

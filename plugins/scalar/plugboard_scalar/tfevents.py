@@ -12,7 +12,6 @@ from .methods import TensorScalar
 _pack_head = struct.Struct("<Bd").pack
 _pack_f = struct.Struct("<f").pack
 _suffixes: dict[str, bytes] = {}
-_steps: dict[int, bytes] = {}
 
 
 def _suffix(tag: str) -> bytes:
@@ -31,11 +30,18 @@ def _suffix(tag: str) -> bytes:
     return out
 
 
-def _step(step: int) -> bytes:
-    out = b"\x10" + varint(step)
-    if len(_steps) < 1_000_000:
-        _steps[step] = out
-    return out
+def _step_field(step: int) -> bytes:
+    """The ``step`` field (number 2, varint), unrolled for the usual sizes."""
+    if 0 < step < 0x4000:
+        if step < 0x80:
+            return _SMALL_STEPS[step]
+        return bytes((0x10, (step & 0x7F) | 0x80, step >> 7))
+    if 0 < step < 0x200000:
+        return bytes((0x10, (step & 0x7F) | 0x80, ((step >> 7) & 0x7F) | 0x80, step >> 14))
+    return b"\x10" + varint(step)
+
+
+_SMALL_STEPS = [bytes((0x10, n)) for n in range(0x80)]
 
 
 def _float32(value: float) -> bytes:
@@ -48,10 +54,13 @@ def _float32(value: float) -> bytes:
 def encode(tag: str, step: int | None, wall_time: float, value: object) -> bytes:
     """One ``Event`` with ``Summary.Value(tag, simple_value)``, or a rank-0 tensor (new style)."""
     if type(value) is float:
-        suffix = _suffixes.get(tag) or _suffix(tag)
+        try:
+            tail = (_suffixes.get(tag) or _suffix(tag)) + _pack_f(value)
+        except OverflowError:
+            tail = _suffixes[tag] + _float32(value)
         if not step:  # None, or 0 which proto3 leaves out
-            return _pack_head(9, wall_time) + suffix + _float32(value)
-        return _pack_head(9, wall_time) + (_steps.get(step) or _step(step)) + suffix + _float32(value)
+            return _pack_head(9, wall_time) + tail
+        return _pack_head(9, wall_time) + _step_field(step) + tail
     assert isinstance(value, TensorScalar)
     from plugboard_tfevents.proto import DT_DOUBLE, DT_FLOAT, SummaryValue, TensorProto, metadata
 
