@@ -1,1 +1,40 @@
-"""Placeholder: this plugin is being built (see the open issues); it registers nothing yet."""
+"""The ``histogram`` kind: ``add_histogram``, ``add_histogram_raw`` and ``add_value("histogram", ...)``.
+
+The payload is a format-neutral :class:`~plugboard_histogram.compute.Histogram` (min, max, num,
+sum, sum_squares, bucket limits and counts), computed in the caller so bad input raises there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plugboard import Kind, hookimpl
+
+
+def _convert(value: Any) -> Any:
+    from .compute import Histogram, histogram_of
+
+    if isinstance(value, Histogram):
+        return value
+    return histogram_of(value, "value")
+
+
+@hookimpl
+def register_kinds(register: Any) -> None:
+    from .methods import add_histogram, add_histogram_raw
+
+    register(
+        Kind(
+            name="histogram",
+            convert=_convert,
+            methods={"add_histogram": add_histogram, "add_histogram_raw": add_histogram_raw},
+            description="distribution of values per step (TensorFlow's default buckets)",
+        )
+    )
+
+
+@hookimpl
+def register_encoders(register: Any) -> None:
+    from .tfevents import encode
+
+    register("histogram", "tfevents", encode)

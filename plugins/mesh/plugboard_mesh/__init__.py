@@ -1,1 +1,33 @@
-"""Placeholder: this plugin is being built (see the open issues); it registers nothing yet."""
+"""The ``mesh`` kind: ``add_mesh`` and ``add_value("mesh", ...)`` (point clouds and triangle meshes).
+
+The payload is a :class:`~plugboard_mesh.methods.Mesh` of float32 [B, N, 3] arrays plus the JSON
+three.js configuration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plugboard import Kind, hookimpl
+
+
+@hookimpl
+def register_kinds(register: Any) -> None:
+    from .methods import add_mesh, convert
+
+    register(
+        Kind(
+            name="mesh",
+            convert=convert,
+            methods={"add_mesh": add_mesh},
+            heavy=True,
+            description="3-D point clouds and meshes",
+        )
+    )
+
+
+@hookimpl
+def register_encoders(register: Any) -> None:
+    from .tfevents import encode
+
+    register("mesh", "tfevents", encode)

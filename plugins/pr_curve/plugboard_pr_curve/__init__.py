@@ -1,1 +1,33 @@
-"""Placeholder: this plugin is being built (see the open issues); it registers nothing yet."""
+"""The ``pr_curve`` kind: ``add_pr_curve``, ``add_pr_curve_raw`` and ``add_value("pr_curve", ...)``.
+
+The payload is a :class:`~plugboard_pr_curve.compute.PrCurve`: a [6, T] array of true/false
+positive/negative counts, precision and recall, plus ``num_thresholds``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plugboard import Kind, hookimpl
+
+
+@hookimpl
+def register_kinds(register: Any) -> None:
+    from .compute import convert
+    from .methods import add_pr_curve, add_pr_curve_raw
+
+    register(
+        Kind(
+            name="pr_curve",
+            convert=convert,
+            methods={"add_pr_curve": add_pr_curve, "add_pr_curve_raw": add_pr_curve_raw},
+            description="precision-recall curve per step",
+        )
+    )
+
+
+@hookimpl
+def register_encoders(register: Any) -> None:
+    from .tfevents import encode
+
+    register("pr_curve", "tfevents", encode)
