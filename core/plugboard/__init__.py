@@ -34,6 +34,11 @@ _LAZY = {
     "MAX": "plugboard.monitor",
     "MIN": "plugboard.monitor",
     "SummaryRecord": "plugboard.summary_record",
+    "TrainLineage": "plugboard.summary_record",
+    "EvaluationLineage": "plugboard.summary_record",
+    "DatasetGraph": "plugboard.summary_record",
+    "UserDefinedInfo": "plugboard.summary_record",
+    "LossLandscape": "plugboard.summary_record",
 }
 
 __all__ = [

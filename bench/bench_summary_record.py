@@ -1,0 +1,84 @@
+"""One training step of ``add_value`` + ``record``: plugboard's SummaryRecord next to MindSpore's.
+
+Run ``python bench/bench_summary_record.py [steps]``. MindSpore is measured in the same process
+when it is importable (``pip install mindspore``); otherwise plugboard alone. Per-step times are
+the caller's (MindSpore encodes in a writer process, plugboard on a writer thread); the mean
+includes the time ``close()`` needs to finish writing, spread over the steps.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+TARGETS = {"scalar": 50.0, "image 1x3x64x64": 10.0, "histogram 1000": 20.0}
+
+
+def cases() -> dict[str, tuple[str, np.ndarray]]:
+    rng = np.random.default_rng(0)
+    return {
+        "scalar": ("scalar", np.array(0.5, dtype=np.float32)),
+        "image 1x3x64x64": ("image", rng.random((1, 3, 64, 64), dtype=np.float32)),
+        "histogram 1000": ("histogram", rng.normal(size=1000).astype(np.float32)),
+    }
+
+
+def measure(
+    factory: Callable[[str], Any], plugin: str, value: Any, steps: int
+) -> tuple[float, float]:
+    """(median per-step seconds, mean per-step seconds including close)."""
+    with tempfile.TemporaryDirectory() as d:
+        record = factory(d)
+        times = []
+        clock = time.perf_counter
+        start = clock()
+        for step in range(steps):
+            t0 = clock()
+            record.add_value(plugin, "tag", value)
+            record.record(step)
+            times.append(clock() - t0)
+        record.close()
+        total = clock() - start
+    return statistics.median(times), total / steps
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    steps = int(argv[0]) if argv else 2000
+    from plugboard import SummaryRecord
+
+    try:
+        import mindspore
+        from mindspore import SummaryRecord as MsRecord
+        from mindspore import Tensor
+    except ImportError:
+        mindspore = None
+        print("MindSpore is not installed: measuring plugboard alone")
+    print(f"{steps} steps per case; times per step (add_value + record)")
+    header = f"{'case':18} {'plugboard med':>14} {'plugboard mean':>15}"
+    if mindspore is not None:
+        header += (
+            f" {'MindSpore ' + mindspore.__version__ + ' med':>22} {'ratio med':>10} {'target':>7}"
+        )
+    print(header)
+    ok = True
+    for name, (plugin, value) in cases().items():
+        pb_med, pb_mean = measure(SummaryRecord, plugin, value, steps)
+        line = f"{name:18} {pb_med * 1e6:11.1f} us {pb_mean * 1e6:12.1f} us"
+        if mindspore is not None:
+            ms_med, _ = measure(MsRecord, plugin, Tensor(value), max(200, steps // 4))
+            ratio = ms_med / pb_med
+            ok &= ratio >= TARGETS[name]
+            line += f" {ms_med * 1e6:19.1f} us {ratio:9.1f}x {TARGETS[name]:6.0f}x"
+        print(line, flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,372 @@
+"""The ``mindspore`` sink: a MindSpore summary file, its lineage file and ``.npy`` exports.
+
+Files are named and written as MindSpore writes them
+(``<prefix>.out.events.summary.<time>.<device>.<host><suffix>`` and ``..._lineage``), created
+on their first record only, the summary file starting with the version event; both become
+read-only (0o400) on close. ``max_file_size`` caps each file as MindSpore does: the first record
+that does not fit stops that file for good. Unlike MindSpore, an existing file is never
+truncated: a name already taken moves the time stamp forward.
+
+Options (``SinkOptions.extra``): ``file_prefix``, ``file_suffix``, ``max_file_size``,
+``raise_exception``, ``export_options``, ``time_second``, ``device_id``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import shutil
+import stat
+import time
+import urllib.parse
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from plugboard import storage
+from plugboard.recordfile import RecordFile
+from plugboard.sinks import Deferred, SinkOptions
+
+from . import wire
+from .encoders import EVENT, HEAVY, LINEAGE, VALUE, Dropped
+
+SINK = "mindspore"
+NAME_MARK = ".out.events.summary."
+LINEAGE_SUFFIX = "_lineage"
+FREE_DISK_SPACE_TIMES = 32
+DISK_CHECK_SECS = 1.0
+READ_ONLY = stat.S_IRUSR
+logger = logging.getLogger("plugboard.mindspore")
+_warned: set[tuple[str, str]] = set()
+
+
+def device_id() -> int:
+    """The device id in file names: ``RANK_ID`` (MindSpore launchers), else ``RANK`` (torchrun), else 0."""
+    for var in ("RANK_ID", "RANK"):
+        value = os.environ.get(var, "").strip()
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def file_name(prefix: str, suffix: str, time_second: int, device: int) -> str:
+    """``<prefix>.out.events.summary.<time_second>.<device>.<hostname><suffix>``."""
+    return f"{prefix}{NAME_MARK}{time_second}.{device}.{platform.node()}{suffix}"
+
+
+class _File:
+    """One lazily created record file with MindSpore's size budget and error handling."""
+
+    def __init__(self, sink: MindSporeSink, path: str, header: bool) -> None:
+        self.sink = sink
+        self.path = path
+        self.header = header
+        self.file: RecordFile | None = None
+        self.budget = sink.max_file_size
+        self.dead = False
+        self._next_disk_check = 0.0
+
+    def _open(self) -> None:
+        while True:
+            try:
+                handle = storage.create_exclusive(self.path)
+                break
+            except FileExistsError:
+                self.path = self.sink.next_free(self.path)
+        os.chmod(self.path, stat.S_IRUSR | stat.S_IWUSR)
+        self.file = RecordFile(
+            handle, max_queue=self.sink.max_queue, flush_secs=self.sink.flush_secs
+        )
+        if self.header:
+            self.write(wire.version_event(time.time()))
+
+    def write(self, record: bytes | Deferred) -> None:
+        if self.dead:
+            return
+        if self.file is None:
+            self._open()
+            if self.dead:
+                return
+        assert self.file is not None
+        if self.budget is not None and type(record) is bytes:
+            required = len(record) + 16
+            if required > self.budget:
+                logger.warning(
+                    "'max_file_size' reached: There are %d bytes remaining, but the '%s' requires to write "
+                    "%d bytes.",
+                    self.budget,
+                    self.path,
+                    required,
+                )
+                self.stop()
+                return
+            self.budget -= required
+        now = time.monotonic()
+        if now >= self._next_disk_check:
+            self._next_disk_check = now + DISK_CHECK_SECS
+            size = len(record) if type(record) is bytes else getattr(record, "size_hint", 0)
+            self.sink.check_disk(self.path, size + 16, self)
+            if self.dead:
+                return
+        try:
+            self.file.write(record)
+        except (OSError, RuntimeError) as exc:
+            self.sink.failed(self, exc)
+
+    def flush(self) -> None:
+        if self.file is not None and not self.dead:
+            self.sink.guard(self, self.file.flush)
+            fsync = getattr(self.file.handle, "fsync", None)
+            if fsync is not None and not self.dead:
+                self.sink.guard(self, fsync)
+
+    def stop(self) -> None:
+        """Close this file for good (size budget exhausted, or an error)."""
+        self.dead = True
+        if self.file is not None:
+            try:
+                self.file.close()
+            except Exception as exc:  # already reported once; the file is done
+                logger.error("closing %s failed: %s", self.path, exc)
+
+    def close(self) -> None:
+        if self.file is None:
+            return
+        if not self.dead:
+            self.dead = True
+            self.sink.guard(self, self.file.close)
+        _make_read_only(self.path)
+
+
+def _make_read_only(path: str) -> None:
+    try:
+        os.chmod(path, READ_ONLY)
+    except OSError as exc:
+        logger.error("cannot make %s read-only: %s", path, exc)
+
+
+class MindSporeSink:
+    """Write records in MindSpore's summary and lineage files under ``options.log_dir``."""
+
+    def __init__(self, options: SinkOptions) -> None:
+        from plugboard.registry import get_registry
+
+        extra = options.extra
+        self.log_dir = os.path.realpath(os.fspath(options.log_dir))
+        self.prefix: str = extra.get("file_prefix", "events")
+        self.suffix: str = extra.get("file_suffix", "_MS")
+        self.max_file_size: int | None = extra.get("max_file_size")
+        self.raise_exception = bool(extra.get("raise_exception", False))
+        export = extra.get("export_options") or {}
+        self.export_tensors = export.get("tensor_format") == "npy"
+        self.max_queue = options.max_queue
+        self.flush_secs = options.flush_secs
+        self.device = int(extra.get("device_id", device_id()))
+        t = int(extra.get("time_second") or time.time())
+        while any(os.path.lexists(p) for p in self._paths(t)):
+            t += 1  # never truncate: a taken name moves the time stamp forward
+        self.time_second = t
+        summary, lineage, self.export_dir = self._paths(t)
+        self.summary = _File(self, summary, header=True)
+        self.lineage = _File(self, lineage, header=False)
+        self.exported: list[str] = []
+        self._by_kind = {
+            kind: fn for (kind, sink), fn in get_registry().encoders.items() if sink == SINK
+        }
+        self._closed = False
+
+    def _paths(self, t: int) -> tuple[str, str, str]:
+        join = os.path.join
+        return (
+            join(self.log_dir, file_name(self.prefix, self.suffix, t, self.device)),
+            join(self.log_dir, file_name(self.prefix, LINEAGE_SUFFIX, t, self.device)),
+            join(self.log_dir, f"export_{t}"),
+        )
+
+    def next_free(self, path: str) -> str:
+        """The same file name with the time stamp moved forward to a free one."""
+        head, _, rest = path.rpartition(NAME_MARK)
+        stamp, _, tail = rest.partition(".")
+        t = int(stamp)
+        while True:
+            t += 1
+            candidate = f"{head}{NAME_MARK}{t}.{tail}"
+            if not os.path.lexists(candidate):
+                return candidate
+
+    @property
+    def path(self) -> str:
+        """The summary file's full path (it exists once something was written)."""
+        return self.summary.path
+
+    # -- errors ------------------------------------------------------------------------------
+
+    def guard(self, target: _File, fn: Callable[..., Any], *args: Any) -> None:
+        """Run a file operation; on error log it, stop that file, and re-raise if asked to."""
+        try:
+            fn(*args)
+        except (OSError, RuntimeError) as exc:
+            self.failed(target, exc)
+
+    def failed(self, target: _File, exc: BaseException) -> None:
+        """Log a write error and stop that file; re-raise it if ``raise_exception``."""
+        logger.error("Write to %s failed: %s: %s", target.path, type(exc).__name__, exc)
+        target.stop()
+        if self.raise_exception:
+            raise exc
+
+    def check_disk(self, path: str, required: int, target: _File) -> None:
+        def check() -> None:
+            if shutil.disk_usage(os.path.dirname(path)).free < required * FREE_DISK_SPACE_TIMES:
+                raise RuntimeError(f"The disk space may be soon exhausted by the '{path}'.")
+
+        self.guard(target, check)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def write(self, data: Any) -> None:
+        """Write one ``record()`` (a ``Recorded``) or one encoded value from a SummaryWriter."""
+        items = getattr(data, "items", None)
+        if items is None:
+            self._write_single(data)
+            return
+        step, wall_time = data.step, data.wall_time
+        encoders = self._by_kind
+        encoded: list[bytes] = []
+        heavy: list[tuple[Callable[..., Any], str, Any]] | None = None
+        has_values = False
+        for kind, tag, payload in items:
+            encode = encoders.get(kind)
+            if encode is None:
+                _warn_once(kind)
+                continue
+            if kind in HEAVY:
+                if kind == "tensor" and self.export_tensors:
+                    self._export(tag, step, payload)
+                if heavy is None:
+                    heavy = [(_encoded, "", value) for value in encoded]
+                heavy.append((encode, tag, payload))
+                continue
+            try:
+                piece = encode(tag, step, wall_time, payload)
+            except Dropped:
+                has_values = True
+                continue
+            route = piece[0]
+            if route == VALUE:
+                if heavy is None:
+                    encoded.append(piece[1])
+                else:
+                    heavy.append((_encoded, tag, piece[1]))
+            elif route == EVENT:
+                self.summary.write(piece[1])
+            else:
+                self.lineage.write(piece[1])
+        if heavy is not None:
+            if self.max_file_size is None:
+                size = sum(int(getattr(p, "nbytes", 0)) for _, _, p in heavy)
+                self.summary.write(Deferred(_summary_record, (step, wall_time, heavy), size))
+            else:
+                self.summary.write(_summary_record(step, wall_time, heavy))
+        elif encoded or has_values:
+            self.summary.write(wire.summary_event(wall_time, step, encoded))
+
+    def _write_single(self, data: Any) -> None:
+        if type(data) is Deferred:
+            self.summary.write(Deferred(_single_record, (data,), data.size_hint))
+            return
+        route, encoded, step, wall_time = data
+        if route == LINEAGE:
+            self.lineage.write(encoded)
+        elif route == EVENT:
+            self.summary.write(encoded)
+        else:
+            self.summary.write(wire.summary_event(wall_time, step or 0, [encoded]))
+
+    def _export(self, tag: str, step: int, array: np.ndarray) -> None:
+        directory = os.path.join(self.export_dir, "tensor")
+        path = os.path.join(directory, f"{urllib.parse.quote(tag, safe='')}_{int(step)}.npy")
+
+        def save() -> None:
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+            if shutil.disk_usage(directory).free < (array.nbytes + 128) * FREE_DISK_SPACE_TIMES:
+                raise RuntimeError(f"The disk space may be soon exhausted by the '{path}'.")
+            if os.path.lexists(path):
+                os.remove(path)
+            np.save(path, array)
+            os.chmod(path, READ_ONLY)
+            self.exported.append(path)
+
+        try:
+            save()
+        except (OSError, RuntimeError) as exc:
+            logger.error("Export to %s failed: %s: %s", path, type(exc).__name__, exc)
+            if self.raise_exception:
+                raise
+
+    def flush(self) -> None:
+        self.summary.flush()
+        self.lineage.flush()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.summary.close()
+        finally:
+            self.lineage.close()
+
+    def abandon(self) -> None:
+        """After a fork: forget the parent's files without writing to them."""
+        for target in (self.summary, self.lineage):
+            target.dead = True
+            if target.file is not None:
+                target.file._abandon_after_fork()
+        self._closed = True
+
+    def __repr__(self) -> str:
+        return f"<MindSporeSink {self.path!r}>"
+
+
+def _encoded(
+    tag: str, step: Any, wall_time: float, payload: bytes
+) -> tuple[str, bytes, Any, float]:
+    return VALUE, payload, step, wall_time
+
+
+def _summary_record(
+    step: int, wall_time: float, values: list[tuple[Callable[..., Any], str, Any]]
+) -> bytes:
+    """One summary Event holding every value of one ``record()`` that encodes (others are logged)."""
+    out = []
+    for encode, tag, payload in values:
+        try:
+            out.append(encode(tag, step, wall_time, payload)[1])
+        except Dropped:
+            continue
+    return wire.summary_event(wall_time, int(step), out)
+
+
+def _single_record(deferred: Deferred) -> bytes:
+    route, encoded, step, wall_time = deferred()
+    if route == VALUE:
+        return wire.summary_event(wall_time, step or 0, [encoded])
+    return encoded  # type: ignore[no-any-return]
+
+
+def _warn_once(kind: str) -> None:
+    key = (kind, SINK)
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(
+            f"sink {SINK!r} cannot encode kind {kind!r}; those values are not written there",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+def open_sink(options: SinkOptions) -> MindSporeSink:
+    return MindSporeSink(options)

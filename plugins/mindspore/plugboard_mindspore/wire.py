@@ -1,0 +1,262 @@
+"""MindSpore ``summary.proto`` / ``anf_ir.proto`` / ``lineage.proto`` records, packed by hand.
+
+Every message here is proto2 and written byte-canonically, as MindSpore's C++ writer does:
+fields in field-number order, required fields and set oneof members always emitted (even when
+zero), ``TensorProto.dims`` unpacked and ``float_data`` packed. Field numbers:
+
+- ``Event``: wall_time 1 (double), step 2 (int64), version 3, graph_def 4, summary 5.
+- ``Summary.Value``: tag 1, scalar_value 3 (float), image 4, tensor 8, histogram 9,
+  loss_landscape 10.
+- ``Image``: height 1, width 2, colorspace 3, encoded_image 4.
+- ``Histogram``: buckets 1 {left 1, width 2, count 3}, nan_count 2, pos_inf_count 3,
+  neg_inf_count 4, max 5, min 6, sum 7, count 8.
+- ``TensorProto``: dims 1, data_type 2, float_data 3 (packed).
+- ``LineageEvent``: wall_time 1, step 2, train_lineage 6, evaluation_lineage 7, dataset_graph 9,
+  user_defined_info 10.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+VERSION = "MindSpore.Event:1"
+
+_pack_d = struct.Struct("<d").pack
+_pack_f = struct.Struct("<f").pack
+
+#: ``anf_ir.DataType`` of each NumPy scalar type MindSpore can write (everything else: TypeError).
+DATA_TYPES: dict[type, int] = {
+    np.bool_: 1,
+    np.int8: 2,
+    np.int16: 3,
+    np.int32: 4,
+    np.int64: 5,
+    np.uint8: 6,
+    np.uint16: 7,
+    np.uint32: 8,
+    np.uint64: 9,
+    np.float16: 10,
+    np.float32: 11,
+    np.float64: 12,
+}
+
+
+def varint(n: int) -> bytes:
+    """Protobuf base-128 varint; negative numbers as 64-bit two's complement (int64)."""
+    if n < 0:
+        n += 1 << 64
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def field_bytes(number: int, data: bytes) -> bytes:
+    """A length-delimited field (string, bytes, embedded message)."""
+    return varint(number << 3 | 2) + varint(len(data)) + data
+
+
+def field_varint(number: int, value: int) -> bytes:
+    return varint(number << 3) + varint(int(value))
+
+
+def field_double(number: int, value: float) -> bytes:
+    return varint(number << 3 | 1) + _pack_d(value)
+
+
+def float32_bytes(value: float) -> bytes:
+    """``value`` as a little-endian float32, rounded like a C cast (overflow gives inf)."""
+    try:
+        return _pack_f(value)
+    except OverflowError:
+        return np.array(value, dtype=np.float64).astype("<f4").tobytes()
+
+
+# -- events -----------------------------------------------------------------------------------
+
+
+def version_event(wall_time: float) -> bytes:
+    """The first record of every summary file."""
+    return b"\x09" + _pack_d(wall_time) + field_bytes(3, VERSION.encode())
+
+
+def summary_event(wall_time: float, step: int, values: list[bytes]) -> bytes:
+    """``Event{wall_time, step, summary{value...}}`` from serialized ``Summary.Value`` messages."""
+    if len(values) == 1 and len(values[0]) < 126:
+        value = values[0]
+        n = len(value)
+        body = bytes((10, n)) + value
+        n += 2
+    else:
+        body = b"".join([b"\x0a" + varint(len(v)) + v for v in values])
+        n = len(body)
+    head = (
+        b"\x09"
+        + _pack_d(wall_time)
+        + (bytes((16, step)) if 0 <= step < 128 else b"\x10" + varint(step))
+    )
+    return head + (bytes((42, n)) if n < 128 else b"\x2a" + varint(n)) + body
+
+
+def graph_event(wall_time: float, graph: bytes) -> bytes:
+    """``Event{wall_time, graph_def}`` (no step) from a serialized anf_ir ``GraphProto``."""
+    return b"\x09" + _pack_d(wall_time) + field_bytes(4, graph)
+
+
+def lineage_event(wall_time: float, field: int, message: bytes) -> bytes:
+    """``LineageEvent{wall_time, <field>}`` (no step) from a serialized lineage message."""
+    return b"\x09" + _pack_d(wall_time) + field_bytes(field, message)
+
+
+# -- values -----------------------------------------------------------------------------------
+
+_tag_cache: dict[str, bytes] = {}
+
+
+def tag_field(tag: str) -> bytes:
+    """The encoded ``Value.tag`` field, cached per tag."""
+    out = _tag_cache.get(tag)
+    if out is None:
+        out = field_bytes(1, tag.encode("utf-8"))
+        if len(_tag_cache) < 100_000:
+            _tag_cache[tag] = out
+    return out
+
+
+def scalar_value(tag: str, value: Any) -> bytes:
+    """``Value{tag, scalar_value}``: ``value.item()`` stored as float32."""
+    if type(value) is not float:
+        value = value.item() if isinstance(value, (np.ndarray, np.generic)) else value
+        value = float(value)
+    return tag_field(tag) + b"\x1d" + float32_bytes(value)
+
+
+def tensor_proto(array: np.ndarray) -> bytes:
+    """anf_ir ``TensorProto``: dims, data_type, and every element in ``float_data`` (float32)."""
+    data_type = DATA_TYPES.get(array.dtype.type)
+    if data_type is None:
+        raise TypeError(
+            "Transform numpy type failed in Summary, expect numpy type is one of ['np.bool_', 'np.int8', "
+            "'np.int16', 'np.int32', 'np.int64', 'np.uint8', 'np.uint16', 'np.uint32', 'np.uint64', "
+            "'np.float16', 'np.float32', 'np.float64']."
+        )
+    parts = [b"\x08" + varint(int(d)) for d in array.shape]
+    parts.append(b"\x10" + varint(data_type))
+    if array.size:
+        with np.errstate(over="ignore", invalid="ignore"):
+            floats = np.ascontiguousarray(array, dtype="<f4").tobytes()
+        parts.append(b"\x1a" + varint(len(floats)) + floats)
+    return b"".join(parts)
+
+
+def tensor_value(tag: str, array: np.ndarray) -> bytes:
+    return tag_field(tag) + field_bytes(8, tensor_proto(array))
+
+
+def image_proto(height: int, width: int, colorspace: int, png: bytes) -> bytes:
+    return (
+        field_varint(1, height)
+        + field_varint(2, width)
+        + field_varint(3, colorspace)
+        + field_bytes(4, png)
+    )
+
+
+def image_value(tag: str, height: int, width: int, colorspace: int, png: bytes) -> bytes:
+    return tag_field(tag) + field_bytes(4, image_proto(height, width, colorspace, png))
+
+
+def histogram_proto(
+    buckets: list[tuple[float, float, int]],
+    nan: int,
+    pos_inf: int,
+    neg_inf: int,
+    stats: tuple[float, float, float] | None,
+    count: int,
+) -> bytes:
+    """``Histogram``; ``stats`` is (max, min, sum), absent when no value is finite."""
+    parts = [
+        field_bytes(1, b"\x09" + _pack_d(left) + b"\x11" + _pack_d(width) + b"\x18" + varint(n))
+        for left, width, n in buckets
+    ]
+    parts.append(field_varint(2, nan) + field_varint(3, pos_inf) + field_varint(4, neg_inf))
+    if stats is not None:
+        parts.append(
+            field_double(5, stats[0]) + field_double(6, stats[1]) + field_double(7, stats[2])
+        )
+    parts.append(field_varint(8, count))
+    return b"".join(parts)
+
+
+def histogram_value(tag: str, histogram: bytes) -> bytes:
+    return tag_field(tag) + field_bytes(9, histogram)
+
+
+def landscape_value(tag: str, landscape: bytes) -> bytes:
+    return tag_field(tag) + field_bytes(10, landscape)
+
+
+# -- reading (validation of user-supplied graphs) --------------------------------------------
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("truncated or overlong varint")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def fields(data: bytes) -> list[tuple[int, int, Any]]:
+    """Split one message into (number, wire type, value); raises ValueError if malformed."""
+    out = []
+    pos, end = 0, len(data)
+    while pos < end:
+        key, pos = _read_varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if number == 0:
+            raise ValueError("field number 0")
+        if wire == 0:
+            value, pos = _read_varint(data, pos)
+        elif wire == 1:
+            value, pos = data[pos : pos + 8], pos + 8
+        elif wire == 5:
+            value, pos = data[pos : pos + 4], pos + 4
+        elif wire == 2:
+            n, pos = _read_varint(data, pos)
+            value, pos = data[pos : pos + n], pos + n
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+        if pos > end:
+            raise ValueError("truncated message")
+        out.append((number, wire, value))
+    return out
+
+
+def model_graph(model: bytes) -> bytes:
+    """The serialized ``GraphProto`` (field 4) of a serialized anf_ir ``ModelProto``.
+
+    Checks the ModelProto's own fields (ir_version 1, domain 2, model_version 3 varint or
+    string; graph 4 and metadata_operators 5 messages) and that the graph parses.
+    """
+    expected = {1: 0, 2: 2, 3: 0, 4: 2, 5: 2}
+    graph = b""
+    for number, wire, value in fields(model):
+        if number in expected and expected[number] != wire:
+            raise ValueError(f"ModelProto field {number} has wire type {wire}")
+        if number == 4:
+            fields(value)
+            graph += value  # repeated occurrences of a message field merge
+    return graph
