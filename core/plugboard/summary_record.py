@@ -312,6 +312,8 @@ class SummaryRecord:
             kind = plugin
         else:
             kind = PLUGINS.get(plugin) if type(plugin) is str else None
+            if kind is None and type(plugin) is str and plugin in self._kinds:
+                kind = plugin  # a kind some other plugin registered: reachable here too
             if kind is None:
                 raise ValueError(
                     f'For "SummaryRecord.add_value", no such "plugin" of {plugin!r} , expect value is one of [tensor, '
