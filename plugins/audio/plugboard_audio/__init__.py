@@ -1,1 +1,51 @@
-"""Placeholder: this plugin is being built (see the open issues); it registers nothing yet."""
+"""The ``audio`` kind: ``add_audio`` and ``add_value("audio", ...)``: mono or stereo 16-bit PCM WAV.
+
+Samples are validated, clipped and converted to ``int16`` in the caller
+(:class:`plugboard_audio.convert.AudioPayload`); sinks wrap them (TensorBoard: a WAV file).
+Importing this module is cheap: NumPy loads when the registry is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plugboard import Kind, hookimpl
+
+
+def add_audio(
+    writer: Any,
+    tag: str,
+    snd_tensor: Any,
+    global_step: Any = None,
+    sample_rate: float = 44100,
+    walltime: Any = None,
+) -> None:
+    """Log sound with amplitudes in [-1, 1]: (L,) or (1, L) mono, (L, 2) stereo; louder is clipped."""
+    from .convert import AudioPayload, check_sample_rate, to_pcm16
+
+    payload = AudioPayload(to_pcm16(snd_tensor), check_sample_rate(sample_rate))
+    writer.emit("audio", tag, payload, global_step, walltime)
+
+
+@hookimpl
+def register_kinds(register: Any) -> None:
+    from .convert import convert
+
+    register(
+        Kind(
+            name="audio",
+            convert=convert,
+            methods={"add_audio": add_audio},
+            description="mono or stereo sound, 16-bit PCM WAV",
+        )
+    )
+
+
+@hookimpl
+def register_encoders(register: Any) -> None:
+    def encode_tfevents(tag: str, step: int | None, wall_time: float, payload: Any) -> bytes:
+        from .tfevents import encode
+
+        return encode(tag, step, wall_time, payload)
+
+    register("audio", "tfevents", encode_tfevents)

@@ -1,1 +1,45 @@
-"""Placeholder: this plugin is being built (see the open issues); it registers nothing yet."""
+"""The ``image`` kind: ``add_image``, ``add_images``, ``add_image_with_boxes``, ``add_figure``, ``add_video``.
+
+Inputs are validated and turned into HWC ``uint8`` pixels in the caller
+(:class:`plugboard_image.convert.ImagePayload`); PNG/GIF encoding (Pillow) is left to the sink,
+which may do it on its background thread, so the kind is ``heavy``. Importing this module is
+cheap: NumPy, Pillow and matplotlib load when the registry is built or an image is logged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plugboard import Kind, hookimpl
+
+
+@hookimpl
+def register_kinds(register: Any) -> None:
+    from . import methods
+    from .convert import convert
+
+    register(
+        Kind(
+            name="image",
+            convert=convert,
+            methods={
+                "add_image": methods.add_image,
+                "add_images": methods.add_images,
+                "add_image_with_boxes": methods.add_image_with_boxes,
+                "add_figure": methods.add_figure,
+                "add_video": methods.add_video,
+            },
+            heavy=True,
+            description="images, image grids, boxes, matplotlib figures, GIF videos",
+        )
+    )
+
+
+@hookimpl
+def register_encoders(register: Any) -> None:
+    def encode_tfevents(tag: str, step: int | None, wall_time: float, payload: Any) -> bytes:
+        from .tfevents import encode
+
+        return encode(tag, step, wall_time, payload)
+
+    register("image", "tfevents", encode_tfevents)

@@ -1,0 +1,118 @@
+"""torch's image methods on the writer: validate and convert in the caller, encode later."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .convert import (
+    ImagePayload,
+    check_boxes,
+    check_fps,
+    check_labels,
+    check_rescale,
+    to_hwc,
+    video_frames,
+)
+
+
+def add_image(
+    writer: Any,
+    tag: str,
+    img_tensor: Any,
+    global_step: Any = None,
+    walltime: Any = None,
+    dataformats: str = "CHW",
+) -> None:
+    """Log one image (HW, CHW/HWC, or a batch gridded 8 columns wide); floats in [0, 1], integers 0..255."""
+    writer.emit("image", tag, ImagePayload(to_hwc(img_tensor, dataformats)), global_step, walltime)
+
+
+def add_images(
+    writer: Any,
+    tag: str,
+    img_tensor: Any,
+    global_step: Any = None,
+    walltime: Any = None,
+    dataformats: str = "NCHW",
+) -> None:
+    """Log a batch of images as one grid (torch's layout: 8 per row)."""
+    writer.emit("image", tag, ImagePayload(to_hwc(img_tensor, dataformats)), global_step, walltime)
+
+
+def add_image_with_boxes(
+    writer: Any,
+    tag: str,
+    img_tensor: Any,
+    box_tensor: Any,
+    global_step: Any = None,
+    walltime: Any = None,
+    rescale: float = 1,
+    dataformats: str = "CHW",
+    labels: Any = None,
+) -> None:
+    """Log an image with red ``[x1, y1, x2, y2]`` boxes (optionally labelled), resized by ``rescale``."""
+    pixels = to_hwc(img_tensor, dataformats)
+    boxes = check_boxes(box_tensor)
+    scale = check_rescale(rescale)
+    h, w = pixels.shape[:2]
+    if int(h * scale) < 1 or int(w * scale) < 1:
+        raise ValueError(f"rescale {rescale!r} shrinks the {h}x{w} image to nothing")
+    payload = ImagePayload(pixels, boxes, check_labels(labels, len(boxes)), scale)
+    writer.emit("image", tag, payload, global_step, walltime)
+
+
+def _render_figure(figure: Any, close: bool, arg: str) -> np.ndarray:
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - matplotlib is a declared dependency
+        raise ImportError("add_figure needs matplotlib") from exc
+    if not isinstance(figure, Figure):
+        raise TypeError(f"{arg} must be a matplotlib Figure, got {type(figure).__name__}")
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    rgb = np.array(np.asarray(canvas.buffer_rgba())[:, :, :3])
+    if close:
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
+    return rgb
+
+
+def add_figure(
+    writer: Any,
+    tag: str,
+    figure: Any,
+    global_step: Any = None,
+    close: bool = True,
+    walltime: Any = None,
+) -> None:
+    """Log a matplotlib figure (or a list of same-size figures, gridded); ``close`` closes them."""
+    if isinstance(figure, (list, tuple)):
+        if not figure:
+            raise ValueError("figure is an empty list")
+        images = [_render_figure(f, close, f"figure[{i}]") for i, f in enumerate(figure)]
+        sizes = {im.shape for im in images}
+        if len(sizes) != 1:
+            raise ValueError(
+                f"figure: every figure in the list must have the same pixel size, got {sorted(sizes)}"
+            )
+        pixels = to_hwc(np.stack(images), "NHWC", "figure")
+    else:
+        pixels = to_hwc(_render_figure(figure, close, "figure"), "HWC", "figure")
+    writer.emit("image", tag, ImagePayload(pixels), global_step, walltime)
+
+
+def add_video(
+    writer: Any,
+    tag: str,
+    vid_tensor: Any,
+    global_step: Any = None,
+    fps: float = 4,
+    walltime: Any = None,
+) -> None:
+    """Log (N, T, C, H, W) videos as one animated GIF (batch tiled as torch does) at ``fps``."""
+    frames = video_frames(vid_tensor)
+    writer.emit("image", tag, ImagePayload(frames, fps=check_fps(fps)), global_step, walltime)
