@@ -1,1 +1,30 @@
-"""Placeholder: this plugin is being built (see the open issues); it registers nothing yet."""
+"""The ``hparams`` kind: ``add_hparams`` and ``add_value("hparams", ...)`` for the HPARAMS tab."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plugboard import Kind, hookimpl
+
+from .methods import HParamsSummary, add_hparams, convert
+
+__all__ = ["HParamsSummary", "add_hparams"]
+
+
+@hookimpl
+def register_kinds(register: Any) -> None:
+    register(
+        Kind(
+            name="hparams",
+            convert=convert,
+            methods={"add_hparams": add_hparams},
+            description="hyper-parameters and metrics of a trial",
+        )
+    )
+
+
+@hookimpl
+def register_encoders(register: Any) -> None:
+    from .tfevents import encode
+
+    register("hparams", "tfevents", encode)
