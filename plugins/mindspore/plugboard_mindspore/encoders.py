@@ -115,7 +115,23 @@ def histogram_proto(array: np.ndarray) -> bytes:
     return wire.histogram_proto(buckets, nan, pos_inf, neg_inf, (vmax, vmin, vsum), total)
 
 
+def bucketed_histogram_proto(payload: Any) -> bytes:
+    """A MindSpore ``Histogram`` from an already bucketed histogram (the histogram kind's payload,
+    as a SummaryWriter sends it): ``bucket_limits[i]`` is the right edge of ``bucket_counts[i]``."""
+    limits = np.asarray(payload.bucket_limits, dtype=np.float64)
+    counts = np.asarray(payload.bucket_counts)
+    buckets = [
+        (float(limits[i - 1]), float(limits[i] - limits[i - 1]), int(counts[i]))
+        for i in range(1, len(limits))
+    ]
+    return wire.histogram_proto(
+        buckets, 0, 0, 0, (payload.max, payload.min, payload.sum), int(payload.num)
+    )
+
+
 def encode_histogram(tag: str, step: Any, wall_time: float, payload: Any) -> Piece:
+    if hasattr(payload, "bucket_limits"):
+        return VALUE, wire.histogram_value(tag, bucketed_histogram_proto(payload)), step, wall_time
     array = payload if isinstance(payload, np.ndarray) else np.asarray(payload)
     return VALUE, wire.histogram_value(tag, histogram_proto(array)), step, wall_time
 
@@ -156,6 +172,20 @@ def png(hwc: np.ndarray) -> bytes:
 
 
 def encode_image(tag: str, step: Any, wall_time: float, payload: Any) -> Piece:
+    pixels = getattr(payload, "pixels", None)
+    if pixels is not None:  # the image kind's payload (from a SummaryWriter): HWC uint8, ready
+        if getattr(payload, "fps", None) is not None:
+            logger.error("MindSpore summaries have no video; the video %r is not written", tag)
+            raise Dropped(tag)
+        if pixels.shape[2] in (1, 2):
+            pixels = np.repeat(pixels[:, :, :1], 3, axis=2)
+        height, width, channels = pixels.shape
+        return (
+            VALUE,
+            wire.image_value(tag, height, width, channels, png(np.ascontiguousarray(pixels))),
+            step,
+            wall_time,
+        )
     array = payload if isinstance(payload, np.ndarray) else np.asarray(payload)
     if array.ndim != 4 or array.shape[1] not in (1, 3):
         logger.error(
