@@ -18,9 +18,8 @@ import re
 import sys
 import threading
 import time
-import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import lifecycle, ops
@@ -146,7 +145,8 @@ class SummaryRecord:
     ``SummaryRecord(log_dir, file_prefix='events', file_suffix='_MS', num_process=32,
     network=None, max_file_size=None, raise_exception=False, export_options=None)`` as in
     MindSpore (``num_process`` is accepted and ignored). Keyword-only ``tensorboard=True`` also
-    writes TensorBoard event files into ``log_dir``. Only one instance may be open at a time.
+    writes TensorBoard event files into ``log_dir``, and ``sinks=[...]`` names further sinks that
+    receive every recorded value they can encode. Only one instance may be open at a time.
     """
 
     def __init__(
@@ -161,6 +161,7 @@ class SummaryRecord:
         export_options: dict[str, str | None] | None = None,
         *,
         tensorboard: bool = False,
+        sinks: Sequence[str] = (),
     ) -> None:
         global _count
         with _count_lock:
@@ -175,7 +176,7 @@ class SummaryRecord:
         try:
             self._initialize(
                 log_dir, file_prefix, file_suffix, num_process, network, max_file_size,
-                raise_exception, export_options, tensorboard,
+                raise_exception, export_options, tensorboard, sinks,
             )  # fmt: skip
         except BaseException:
             self._release()
@@ -194,6 +195,7 @@ class SummaryRecord:
         raise_exception: Any,
         export_options: Any,
         tensorboard: Any,
+        sinks: Any,
     ) -> None:
         self.base_log_dir = log_dir
         path = _make_dir(log_dir)
@@ -254,7 +256,18 @@ class SummaryRecord:
             },
         )
         self._sink: Sink = registry.sink(DEFAULT_SINK).open(options)
-        self._tensorboard = tensorboard
+        if isinstance(sinks, str) or not all(isinstance(n, str) for n in sinks):
+            raise _type_error("sinks", sinks, "a list of sink names")
+        extra = list(dict.fromkeys([*sinks, *(["tfevents"] if tensorboard else [])]))
+        for name in extra:
+            registry.sink(name)  # unknown sink names fail here, with the installed ones listed
+        self._extra_sinks = extra
+        self._mirrored_kinds = {
+            kind
+            for kind in registry.kinds
+            for name in extra
+            if (kind, name) in registry.encoders or ("*", name) in registry.encoders
+        }
         self._mirror: Any = None
 
     # -- properties --------------------------------------------------------------------------
@@ -328,7 +341,14 @@ class SummaryRecord:
             payload = registered.convert(value)
             if plugin == "LANDSCAPE":
                 plugin = "landscape"
-            name = name if plugin == "landscape" and isinstance(name, str) else ""
+            if (
+                plugin in PLUGINS
+            ):  # MindSpore ignores the name of its non-array plugins but landscape
+                name = name if plugin == "landscape" and isinstance(name, str) else ""
+            elif not isinstance(name, str) or not name:
+                raise ValueError(
+                    f'For "SummaryRecord", the parameter "name" type should be str, but got {type(name)}.'
+                )
         if self._closed:
             logger.warning(
                 "SummaryRecord is closed: the %r value %r is pooled but will never be written",
@@ -398,7 +418,7 @@ class SummaryRecord:
             items = [item for group in pool.values() for item in group]
         if items:
             self._sink.write(Recorded(step, wall_time, items))
-            if self._tensorboard:
+            if self._extra_sinks:
                 self._mirror_values(step, wall_time, items)
         return True
 
@@ -457,46 +477,27 @@ class SummaryRecord:
     def _mirror_values(
         self, step: int, wall_time: float, items: list[tuple[str, str, Any]]
     ) -> None:
-        """Write the array values of one record() to TensorBoard event files as well."""
+        """Write the values of one record() to the extra sinks too, through the writer face.
+
+        Each value goes through its kind's own conversion (the torch-face semantics of that kind);
+        a value that kind rejects is logged and skipped, as MindSpore drops bad values at write time.
+        """
         writer = self._mirror
         if writer is None:
             from .writer import SummaryWriter
 
-            writer = self._mirror = SummaryWriter(self._dir, flush_secs=2.0)
-        for kind, tag, value in items:
-            if kind == "scalar":
-                writer.add_scalar(tag, value.reshape(-1)[0].item(), step, walltime=wall_time)
-            elif kind == "image":
-                if value.ndim == 4 and value.shape[1] in (1, 3) and 0 not in value.shape:
-                    self._mirror_call(
-                        writer,
-                        "add_images",
-                        tag,
-                        value,
-                        step,
-                        walltime=wall_time,
-                        dataformats="NCHW",
-                    )
-            elif kind == "histogram":
-                self._mirror_call(writer, "add_histogram", tag, value, step, walltime=wall_time)
-            elif kind == "tensor":
-                if "tensor" in self._kinds:
-                    writer.add_value("tensor", tag, value, step, wall_time)
-                else:
-                    _warn_once(
-                        "TensorBoard output: no 'tensor' kind is installed; tensors are not mirrored"
-                    )
-
-    @staticmethod
-    def _mirror_call(writer: Any, method: str, *args: Any, **kwargs: Any) -> None:
-        try:
-            fn = getattr(writer, method)
-        except AttributeError:
-            _warn_once(
-                f"TensorBoard output: no plugin provides {method}; those values are not mirrored"
+            writer = self._mirror = SummaryWriter(
+                self._dir, flush_secs=2.0, sinks=self._extra_sinks
             )
-            return
-        fn(*args, **kwargs)
+        for kind, tag, value in items:
+            if kind not in self._mirrored_kinds:
+                continue
+            try:
+                writer.add_value(kind, tag or kind, value, step, wall_time)
+            except (TypeError, ValueError) as exc:
+                logger.error(
+                    "extra sinks: the %s value %r is not written there: %s", kind, tag, exc
+                )
 
     def _after_fork(self) -> None:
         abandon = getattr(self._sink, "abandon", None)
@@ -508,15 +509,6 @@ class SummaryRecord:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<SummaryRecord {self.log_dir!r} {state}>"
-
-
-_warned: set[str] = set()
-
-
-def _warn_once(message: str) -> None:
-    if message not in _warned:
-        _warned.add(message)
-        warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def close_all() -> None:

@@ -7,6 +7,7 @@ registered for that (kind, sink) pair.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import threading
@@ -19,7 +20,7 @@ from typing import Any
 
 from . import lifecycle, paths
 from .registry import Registry, get_registry
-from .sinks import Deferred, Sink, SinkOptions
+from .sinks import Deferred, Sink, SinkOptions, SinkSpec
 from .values import check_int, check_positive_number, check_step, check_tag, check_walltime
 
 _now = __import__("time").time
@@ -27,10 +28,73 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _valid_tags: set[str] = set()
 _live_writers: weakref.WeakSet[SummaryWriter] = weakref.WeakSet()
 DEFAULT_SINKS = ("tfevents",)
+SINK_ERRORS = ("raise", "warn")
+_Route = tuple[Callable[..., Any], Callable[[Any], None], bool]
 
 
 class SinkWarning(UserWarning):
     """A sink cannot encode a kind, or failed; the writer goes on without it."""
+
+
+class SinkTarget:
+    """One sink a writer writes to: its spec and, when chosen by URL, its own location."""
+
+    __slots__ = ("spec", "location", "text")
+
+    def __init__(self, spec: SinkSpec, location: str | None, text: str) -> None:
+        self.spec = spec
+        self.location = location  # None: the writer's log_dir
+        self.text = text
+
+    def for_child(self, rel: str) -> SinkTarget:
+        """The same sink for sub-run ``rel`` (a validated relative path)."""
+        loc = None if self.location is None else paths.join(self.location, rel)
+        return SinkTarget(self.spec, loc, self.text)
+
+
+def parse_sinks(registry: Registry, sinks: Sequence[str] | None) -> list[SinkTarget]:
+    """Resolve the ``sinks=`` argument: sink names, or URLs naming a sink and where it writes.
+
+    - ``"csv"``: the sink called (or registered for scheme) ``csv``, writing into ``log_dir``;
+    - ``"csv+s3://bucket/run"``: the ``csv`` sink writing into ``s3://bucket/run``;
+    - ``"csv:///tmp/run"`` / ``"csv://rel/run"``: the sink registered for URL scheme ``csv``,
+      writing into the path after ``://``.
+    """
+    if sinks is None:
+        sinks = DEFAULT_SINKS
+    if isinstance(sinks, str) or not hasattr(sinks, "__iter__"):
+        raise TypeError(
+            f"sinks must be a list of sink names or URLs, got {type(sinks).__name__}: {sinks!r}"
+        )
+    targets: list[SinkTarget] = []
+    for entry in sinks:
+        if not isinstance(entry, str) or not entry:
+            raise TypeError(
+                f"sinks entries must be non-empty str (a sink name or URL), got {entry!r}"
+            )
+        location: str | None = None
+        name = entry
+        if "://" in entry:
+            scheme, rest = entry.split("://", 1)
+            if "+" in scheme:
+                name, inner = scheme.split("+", 1)
+                location = f"{inner}://{rest}"
+            else:
+                name, location = scheme, rest
+            if not location or location.endswith("://"):
+                raise ValueError(f"sink URL {entry!r} names no location")
+        try:
+            spec = registry.sink(name)
+        except ValueError as exc:
+            raise ValueError(f"sinks entry {entry!r}: {exc}") from None
+        if any(t.spec.name == spec.name and t.location == location for t in targets):
+            raise ValueError(
+                f"sinks entry {entry!r} repeats sink {spec.name!r} for the same location"
+            )
+        targets.append(SinkTarget(spec, location, entry))
+    if not targets:
+        raise TypeError("sinks must name at least one sink")
+    return targets
 
 
 def default_log_dir(comment: str = "") -> str:
@@ -42,8 +106,12 @@ def default_log_dir(comment: str = "") -> str:
 class SummaryWriter:
     """Write training logs that TensorBoard (and other sinks) can read.
 
-    Same constructor as torch's. ``sinks`` (keyword only) chooses where records go, by sink
-    name; the default writes TensorBoard event files.
+    Same constructor as torch's; ``log_dir`` may be an fsspec URL (``s3://bucket/run``).
+    ``sinks`` (keyword only) chooses where records go: sink names (``["tfevents", "csv"]``) or
+    URLs (``"csv+s3://bucket/run"``, see :func:`parse_sinks`); the default writes TensorBoard
+    event files. ``sink_errors`` says what a failing sink does: ``"raise"`` (the error reaches
+    the caller) or ``"warn"`` (one warning naming the sink, which is then dropped, and the other
+    sinks go on). The default is ``"raise"`` with one sink and ``"warn"`` with several.
     """
 
     def __init__(
@@ -56,6 +124,8 @@ class SummaryWriter:
         filename_suffix: str = "",
         *,
         sinks: Sequence[str] | None = None,
+        sink_errors: str | None = None,
+        _targets: list[SinkTarget] | None = None,
     ) -> None:
         if not isinstance(comment, str):
             raise TypeError(f"comment must be a str, got {type(comment).__name__}")
@@ -72,14 +142,18 @@ class SummaryWriter:
         self.flush_secs = check_positive_number(flush_secs, "flush_secs")
         self.filename_suffix = filename_suffix
         self._registry: Registry = get_registry()
-        names = tuple(DEFAULT_SINKS if sinks is None else sinks)
-        if isinstance(sinks, str) or not names:
-            raise TypeError("sinks must be a non-empty sequence of sink names")
-        self._sink_specs = [self._registry.sink(name) for name in names]
-        self._sink_names = names
+        self._targets = (
+            list(_targets) if _targets is not None else parse_sinks(self._registry, sinks)
+        )
+        self._sink_names = tuple(t.text for t in self._targets)
+        if sink_errors is None:
+            sink_errors = "raise" if len(self._targets) == 1 else "warn"
+        if sink_errors not in SINK_ERRORS:
+            raise ValueError(f"sink_errors must be one of {SINK_ERRORS}, got {sink_errors!r}")
+        self.sink_errors = sink_errors
         self._lock = threading.RLock()
         self._sinks: list[tuple[str, Sink]] = []
-        self._routes: dict[str, list[tuple[Callable[..., Any], Callable[[Any], None], bool]]] = {}
+        self._routes: dict[str, list[_Route]] = {}
         self._children: dict[str, SummaryWriter] = {}
         self._closed = True
         self._open()
@@ -91,21 +165,32 @@ class SummaryWriter:
         with self._lock:
             if not self._closed:
                 return
-            options = SinkOptions(
-                log_dir=self._dir,
-                max_queue=self.max_queue,
-                flush_secs=self.flush_secs,
-                filename_suffix=self.filename_suffix,
-                purge_step=self.purge_step,
-            )
             opened: list[tuple[str, Sink]] = []
+            failed: list[tuple[SinkTarget, BaseException]] = []
             try:
-                for spec in self._sink_specs:
-                    opened.append((spec.name, spec.open(options)))
+                for target in self._targets:
+                    options = SinkOptions(
+                        log_dir=self._dir if target.location is None else target.location,
+                        max_queue=self.max_queue,
+                        flush_secs=self.flush_secs,
+                        filename_suffix=self.filename_suffix,
+                        purge_step=self.purge_step,
+                        extra={"sink": target.text},
+                    )
+                    try:
+                        opened.append((target.spec.name, target.spec.open(options)))
+                    except Exception as exc:
+                        if self.sink_errors == "raise":
+                            raise
+                        failed.append((target, exc))
+                if not opened:
+                    raise failed[0][1]
             except BaseException:
                 for _, sink in opened:
-                    sink.close()
+                    _close_quietly(sink)
                 raise
+            for target, error in failed:
+                _warn_failed(target.text, "open", error)
             self.purge_step = None  # applied once, as torch does
             self._sinks = opened
             self._routes = {}
@@ -124,8 +209,8 @@ class SummaryWriter:
         errors: list[BaseException] = []
         for child in list(self._children.values()):
             _collect_error(errors, child.flush)
-        for _, sink in list(self._sinks):
-            _collect_error(errors, sink.flush)
+        for name, sink in list(self._sinks):
+            self._sink_call(errors, name, sink, "flush")
         _raise_first(errors)
 
     def close(self) -> None:
@@ -138,8 +223,8 @@ class SummaryWriter:
             for child in list(self._children.values()):
                 _collect_error(errors, child.close)
             self._children.clear()
-            for _, sink in self._sinks:
-                _collect_error(errors, sink.close)
+            for name, sink in list(self._sinks):
+                self._sink_call(errors, name, sink, "close")
             self._sinks = []
             self._routes = {}
             self._closed = True
@@ -188,11 +273,16 @@ class SummaryWriter:
             routes = self._routes[kind]
         except KeyError:
             routes = self._build_routes(kind)
-        for encode, write, heavy in routes:
-            if heavy:
-                write(Deferred(encode, (tag, global_step, walltime, payload), _size_hint(payload)))
-            else:
-                write(encode(tag, global_step, walltime, payload))
+        try:
+            for encode, write, heavy in routes:
+                if heavy:
+                    write(
+                        Deferred(encode, (tag, global_step, walltime, payload), _size_hint(payload))
+                    )
+                else:
+                    write(encode(tag, global_step, walltime, payload))
+        except Exception as exc:
+            self._route_failed(routes, encode, write, exc, (tag, global_step, walltime, payload))
 
     def add_value(self, kind: str, tag: str, value: Any, global_step: Any = None, walltime: Any = None) -> None:
         """Log ``value`` as data kind ``kind`` (the same kinds ``add_*`` methods log)."""
@@ -212,22 +302,83 @@ class SummaryWriter:
                     max_queue=self.max_queue,
                     flush_secs=self.flush_secs,
                     filename_suffix=self.filename_suffix,
-                    sinks=self._sink_names,
+                    sink_errors=self.sink_errors,
+                    _targets=[t.for_child(rel) for t in self._targets],
                 )
                 self._children[rel] = child
         return child
 
-    def _build_routes(self, kind: str) -> list[tuple[Callable[..., Any], Callable[[Any], None], bool]]:
+    def _build_routes(self, kind: str) -> list[_Route]:
         k = self._registry.kind(kind)
-        routes = []
+        encoders = self._registry.encoders
+        routes: list[_Route] = []
         for sink_name, sink in self._sinks:
-            encode = self._registry.encoders.get((kind, sink_name))
+            encode = encoders.get((kind, sink_name))
             if encode is None:
-                _warn_once(f"sink {sink_name!r} cannot encode kind {kind!r}; those values are not written there")
-                continue
+                encode_any = encoders.get(("*", sink_name))
+                if encode_any is None:
+                    _warn_once(
+                        f"sink {sink_name!r} cannot encode kind {kind!r}; those values are not written there"
+                    )
+                    continue
+                encode = functools.partial(encode_any, kind)
             routes.append((encode, sink.write, k.heavy))
         self._routes[kind] = routes
         return routes
+
+    def _sink_of(self, write: Callable[[Any], None]) -> tuple[str, Sink] | None:
+        for name, sink in self._sinks:
+            if sink.write == write:
+                return name, sink
+        return None
+
+    def _route_failed(
+        self,
+        routes: list[_Route],
+        encode: Callable[..., Any],
+        write: Callable[[Any], None],
+        exc: Exception,
+        args: tuple[Any, Any, Any, Any],
+    ) -> None:
+        """A sink failed in ``emit``: finish the other sinks, then raise or warn and detach."""
+        index = next(i for i, r in enumerate(routes) if r[0] is encode and r[1] == write)
+        failures = [(write, exc)]
+        for encode2, write2, heavy in routes[index + 1 :]:
+            try:
+                if heavy:
+                    write2(Deferred(encode2, args, _size_hint(args[3])))
+                else:
+                    write2(encode2(*args))
+            except Exception as exc2:
+                failures.append((write2, exc2))
+        errors: list[BaseException] = []
+        for failed_write, error in failures:
+            found = self._sink_of(failed_write)
+            name = found[0] if found else "?"
+            if self.sink_errors == "raise" or found is None:
+                errors.append(error)
+            else:
+                self._detach(name, found[1], "write", error)
+        _raise_first(errors)
+
+    def _sink_call(self, errors: list[BaseException], name: str, sink: Sink, method: str) -> None:
+        """``sink.flush()`` or ``sink.close()``, its error collected or (warn mode) reported."""
+        try:
+            getattr(sink, method)()
+        except Exception as exc:
+            if self.sink_errors == "raise":
+                errors.append(exc)
+            else:
+                self._detach(name, sink, method, exc)
+
+    def _detach(self, name: str, sink: Sink, action: str, exc: BaseException) -> None:
+        """Warn once that sink ``name`` failed, close it quietly and stop writing to it."""
+        with self._lock:
+            self._sinks = [(n, s) for n, s in self._sinks if s is not sink]
+            self._routes = {}
+        _warn_failed(name, action, exc)
+        if action != "close":
+            _close_quietly(sink)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("add_"):
@@ -248,6 +399,22 @@ class SummaryWriter:
 
 def _size_hint(payload: Any) -> int:
     return int(getattr(payload, "nbytes", 0) or 0)
+
+
+def _close_quietly(sink: Sink) -> None:
+    try:
+        sink.close()
+    except Exception:
+        pass
+
+
+def _warn_failed(name: str, action: str, exc: BaseException) -> None:
+    warnings.warn(
+        f"sink {name!r} failed in {action} ({type(exc).__name__}: {exc}); it is dropped and the "
+        "other sinks go on (pass sink_errors='raise' to get such errors instead)",
+        SinkWarning,
+        stacklevel=4,
+    )
 
 
 def _collect_error(errors: list[BaseException], fn: Callable[[], None]) -> None:

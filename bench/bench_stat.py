@@ -1,0 +1,109 @@
+"""Side-by-side cost of plugboard.monitor and torch.monitor, in one process.
+
+Each case is timed for both libraries in alternating repeats (so background load hits both
+alike); the table shows the median microseconds per call and the ratio plugboard / torch.
+Run ``python bench/bench_stat.py``; ``main()`` returns the numbers for a top-level bench script.
+torch is optional: without it only plugboard's column is filled.
+"""
+
+from __future__ import annotations
+
+import importlib
+import statistics
+import timeit
+from datetime import datetime, timedelta
+from types import ModuleType
+from typing import Any
+
+REPEATS = 9
+NUMBER = 100_000
+
+#: name -> (statement, how many calls per repeat as a fraction of NUMBER)
+CASES: dict[str, tuple[str, float]] = {
+    "Stat.add(1.0), 1 aggregation": ("s1.add(1.0)", 1),
+    "Stat.add(1.0), 5 aggregations": ("s5.add(1.0)", 1),
+    "Stat.add(1), int, 5 aggregations": ("s5.add(1)", 1),
+    "Stat.add(1.0), max_samples set": ("sm.add(1.0)", 1),
+    "Stat.count": ("s5.count", 1),
+    "Stat.get(), 5 aggregations": ("s5.get()", 0.1),
+    "log_event(e), 0 handlers": ("log_event(ev)", 1),
+    "log_event(e), 1 no-op handler": ("log_event(ev)", 1),
+    "Event('ev', now, {})": ("Event('ev', now, {})", 0.25),
+    "Event('ev', now, 3 items)": ("Event('ev', now, items)", 0.25),
+    "Stat construct+add+close -> 1 event": ("one_event()", 0.05),
+}
+
+
+def _env(mon: ModuleType) -> dict[str, Any]:
+    hour = timedelta(hours=1)
+    agg = mon.Aggregation
+    five = [agg.SUM, agg.MEAN, agg.COUNT, agg.MAX, agg.MIN]
+    stat = mon.Stat
+
+    def one_event() -> None:
+        s = stat("b", five, hour)
+        s.add(1.0)
+        close = getattr(s, "close", None)
+        if close is not None:
+            close()  # plugboard; torch emits when the object is destroyed
+        del s
+
+    return {
+        "s1": stat("b1", [agg.SUM], hour),
+        "s5": stat("b5", five, hour),
+        "sm": stat("bm", five, hour, max_samples=2**40),
+        "log_event": mon.log_event,
+        "Event": mon.Event,
+        "ev": mon.Event("ev", datetime.now(), {}),
+        "now": datetime.now(),
+        "items": {"a": 1.0, "b": 2, "c": "x"},
+        "one_event": one_event,
+    }
+
+
+def main(repeats: int = REPEATS, number: int = NUMBER) -> dict[str, dict[str, float]]:
+    """Print plugboard vs torch.monitor side by side.
+
+    Returns ``{case: {"plugboard": us, "torch": us, "ratio": plugboard/torch}}`` (torch keys
+    absent when torch is not installed).
+    """
+    import plugboard.monitor as pb
+
+    libs: dict[str, ModuleType] = {"plugboard": pb}
+    try:
+        libs["torch"] = importlib.import_module("torch.monitor")
+    except ImportError:
+        pass
+    envs = {name: _env(mod) for name, mod in libs.items()}
+    results: dict[str, dict[str, float]] = {}
+    print(f"{'operation (median us per call)':40} {'plugboard':>10} {'torch':>8} {'ratio':>6}")
+    for case, (stmt, share) in CASES.items():
+        n = max(1, int(number * share))
+        handles = {}
+        if "1 no-op handler" in case:
+            handles = {
+                name: mod.register_event_handler(lambda e: None) for name, mod in libs.items()
+            }
+        try:
+            timers = {name: timeit.Timer(stmt, globals=envs[name]) for name in libs}
+            for timer in timers.values():
+                timer.timeit(max(1, n // 10))  # warm up
+            samples: dict[str, list[float]] = {name: [] for name in libs}
+            for _ in range(repeats):
+                for name, timer in timers.items():
+                    samples[name].append(timer.timeit(n) / n * 1e6)
+        finally:
+            for name, handle in handles.items():
+                libs[name].unregister_event_handler(handle)
+        row = {name: statistics.median(values) for name, values in samples.items()}
+        if "torch" in row:
+            row["ratio"] = row["plugboard"] / row["torch"]
+            print(f"{case:40} {row['plugboard']:10.3f} {row['torch']:8.3f} {row['ratio']:6.2f}")
+        else:
+            print(f"{case:40} {row['plugboard']:10.3f}")
+        results[case] = row
+    return results
+
+
+if __name__ == "__main__":
+    main()
