@@ -18,10 +18,9 @@ REPEATS = 5
 
 
 def writers() -> dict[str, type]:
+    from plugboard import SummaryWriter
     from tensorboardX import SummaryWriter as XWriter
     from torch.utils.tensorboard import SummaryWriter as TorchWriter
-
-    from plugboard import SummaryWriter
 
     return {"plugboard": SummaryWriter, "torch": TorchWriter, "tensorboardX": XWriter}
 
@@ -52,8 +51,13 @@ def latencies(cls: type, n: int = N) -> tuple[float, float]:
 
 
 def import_time_ms(repeats: int = 7) -> float:
-    code = "import time; t=time.perf_counter(); import plugboard; print((time.perf_counter()-t)*1000)"
-    runs = [float(subprocess.check_output([sys.executable, "-c", code]).decode()) for _ in range(repeats)]
+    code = (
+        "import time; t=time.perf_counter(); import plugboard; print((time.perf_counter()-t)*1000)"
+    )
+    runs = [
+        float(subprocess.check_output([sys.executable, "-c", code]).decode())
+        for _ in range(repeats)
+    ]
     return statistics.median(runs)
 
 
@@ -72,14 +76,20 @@ def main() -> None:
     lat = {name: latencies(cls) for name, cls in ws.items()}
     rows = [
         (f"add_scalar end to end incl. close (n={N}) vs torch", e2e["plugboard"], e2e["torch"]),
-        ("add_scalar end to end incl. close vs tensorboardX", e2e["plugboard"], e2e["tensorboardX"]),
+        (
+            "add_scalar end to end incl. close vs tensorboardX",
+            e2e["plugboard"],
+            e2e["tensorboardX"],
+        ),
         ("caller p50 latency vs torch", lat["plugboard"][0], lat["torch"][0]),
         ("caller p99 latency vs torch", lat["plugboard"][1], lat["torch"][1]),
         ("caller p99 latency vs tensorboardX", lat["plugboard"][1], lat["tensorboardX"][1]),
     ]
-    print_table("add_scalar (median of %d runs)" % REPEATS, rows)
-    print(f"\nimport plugboard: {import_time_ms():.1f} ms (median of 7 fresh processes); "
-          f"heavy modules loaded by it: {heavy_modules_after_import() or 'none'}")
+    print_table(f"add_scalar (median of {REPEATS} runs)", rows)
+    print(
+        f"\nimport plugboard: {import_time_ms():.1f} ms (median of 7 fresh processes); "
+        f"heavy modules loaded by it: {heavy_modules_after_import() or 'none'}"
+    )
 
 
 if __name__ == "__main__":

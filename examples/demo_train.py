@@ -13,7 +13,6 @@ import time
 from datetime import timedelta
 
 import numpy as np
-
 import plugboard
 from plugboard import Aggregation, Stat, SummaryWriter, TensorboardEventHandler
 
@@ -86,7 +85,9 @@ def train(log_dir: str, steps: int, hidden: int, lr: float, with_mindspore: bool
             writer.add_image("decision", decision_image(params), step)
     _, pv = forward(params, xv)
     final_acc = float(np.mean((pv > 0.5) == yv))
-    writer.add_hparams({"hidden": hidden, "lr": lr}, {"hparam/val_accuracy": final_acc}, run_name="hparams")
+    writer.add_hparams(
+        {"hidden": hidden, "lr": lr}, {"hparam/val_accuracy": final_acc}, run_name="hparams"
+    )
     step_time.close()
     plugboard.unregister_event_handler(handle)
     writer.close()
@@ -97,11 +98,15 @@ def train(log_dir: str, steps: int, hidden: int, lr: float, with_mindspore: bool
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--log-dir", default=os.path.join("runs", time.strftime("demo-%Y%m%d-%H%M%S")))
+    parser.add_argument(
+        "--log-dir", default=os.path.join("runs", time.strftime("demo-%Y%m%d-%H%M%S"))
+    )
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--hidden", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1.0)
-    parser.add_argument("--mindspore", action="store_true", help="also write MindSpore summary files")
+    parser.add_argument(
+        "--mindspore", action="store_true", help="also write MindSpore summary files"
+    )
     args = parser.parse_args(argv)
     train(args.log_dir, args.steps, args.hidden, args.lr, args.mindspore)
 

@@ -23,7 +23,14 @@ def load_run(path: os.PathLike[str] | str) -> Any:
 
     acc = EventAccumulator(
         str(path),
-        size_guidance={"scalars": 0, "tensors": 0, "images": 0, "audio": 0, "histograms": 0, "compressedHistograms": 0},
+        size_guidance={
+            "scalars": 0,
+            "tensors": 0,
+            "images": 0,
+            "audio": 0,
+            "histograms": 0,
+            "compressedHistograms": 0,
+        },
     )
     acc.Reload()
     return acc
@@ -36,9 +43,9 @@ def event_files(path: os.PathLike[str] | str) -> list[Path]:
 
 def raw_events(path: os.PathLike[str] | str) -> list[Any]:
     """Every Event of every file in ``path`` parsed with TensorBoard's own protos and reader."""
+    from tensorboard.backend.event_processing import event_file_loader
     from tensorboard.compat.proto import event_pb2
     from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: F401
-    from tensorboard.backend.event_processing import event_file_loader
 
     events = []
     for f in event_files(path):

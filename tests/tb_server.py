@@ -47,21 +47,36 @@ class TensorBoard:
             return json.loads(resp.read())
 
     def post_form(self, route: str, fields: list[tuple[str, str]]) -> Any:
-        req = urllib.request.Request(f"{self.base}{route}", data=urllib.parse.urlencode(fields).encode())
+        req = urllib.request.Request(
+            f"{self.base}{route}", data=urllib.parse.urlencode(fields).encode()
+        )
         with urllib.request.urlopen(req, timeout=30) as resp:
             return json.loads(resp.read())
 
 
 @contextlib.contextmanager
-def tensorboard_server(logdir: str | os.PathLike[str], timeout: float = 90.0) -> Iterator[TensorBoard]:
+def tensorboard_server(
+    logdir: str | os.PathLike[str], timeout: float = 90.0
+) -> Iterator[TensorBoard]:
     """Start ``tensorboard --logdir`` on a free loopback port, wait until it serves runs."""
     port = _free_port()
     cmd = [
-        sys.executable, "-m", "tensorboard.main",
-        "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port),
-        "--load_fast=false", "--reload_interval=0", "--reload_task=blocking",
+        sys.executable,
+        "-m",
+        "tensorboard.main",
+        "--logdir",
+        str(logdir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--load_fast=false",
+        "--reload_interval=0",
+        "--reload_task=blocking",
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     try:
         tb = TensorBoard(port)
         deadline = time.monotonic() + timeout

@@ -14,7 +14,14 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_demo_training_run_writes_a_run_tensorboard_reads(tmp_path):
     log_dir = tmp_path / "demo"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "demo_train.py"), "--log-dir", str(log_dir), "--steps", "120"],
+        [
+            sys.executable,
+            str(ROOT / "examples" / "demo_train.py"),
+            "--log-dir",
+            str(log_dir),
+            "--steps",
+            "120",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

@@ -145,16 +145,19 @@ def test_cli_lists_the_example(example_installed: None) -> None:
     assert lines[i + 1 : i + 3] == ["    kinds: interval", "    sinks: textlog"]
 
 
-def test_example_kind_through_the_summary_record_face(example_installed: None, logdir: Path) -> None:
+def test_example_kind_through_the_summary_record_face(
+    example_installed: None, logdir: Path
+) -> None:
     import numpy as np
-
     from plugboard import SummaryRecord
 
-    with pytest.warns(UserWarning, match="interval"):  # the MindSpore files have no interval
-        with SummaryRecord(logdir, sinks=["textlog"], tensorboard=True) as record:
-            record.add_value("interval", "band", (0.25, 0.75))
-            record.add_value("scalar", "loss", np.float32(0.5))
-            record.record(4)
+    with (
+        pytest.warns(UserWarning, match="interval"),  # the MindSpore files have no interval
+        SummaryRecord(logdir, sinks=["textlog"], tensorboard=True) as record,
+    ):
+        record.add_value("interval", "band", (0.25, 0.75))
+        record.add_value("scalar", "loss", np.float32(0.5))
+        record.record(4)
     lines = [line.split(" ", 1)[1] for line in (logdir / "plugboard.log").read_text().splitlines()]
     assert lines == ["step=4 band in [0.25, 0.75]", "step=4 loss = 0.5"]
     acc = load_run(logdir)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import struct
 
 import pytest
-
 from plugboard import framing
 from plugboard.framing import CorruptRecord, crc32c_python, frame, mask, read_records
 

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 from conftest import load_run, raw_events
-
 from plugboard import SummaryWriter
 
 
@@ -24,13 +23,15 @@ def test_add_scalar_reads_back_in_tensorboard(logdir):
 @pytest.mark.parametrize("step", [None, 0, 1, 127, 128, 300, 10**12, -1, 2**63 - 1, -(2**63)])
 @pytest.mark.parametrize("tag", ["loss", "a/b", "é" * 70, "t" * 200])
 def test_hand_packed_scalar_event_equals_protobuf_encoding(step, tag):
-    from tensorboard.compat.proto import event_pb2, summary_pb2
-
     from plugboard_scalar.tfevents import encode
+    from tensorboard.compat.proto import event_pb2, summary_pb2
 
     wall = 1700000000.25
     got = encode(tag, step, wall, 0.1)
-    want = event_pb2.Event(wall_time=wall, summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=0.1)]))
+    want = event_pb2.Event(
+        wall_time=wall,
+        summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=0.1)]),
+    )
     if step is not None:
         want.step = step
     assert got == want.SerializeToString()
@@ -56,7 +57,18 @@ def test_missing_step_reads_back_as_zero_and_walltime_is_kept(logdir):
 
 @pytest.mark.parametrize(
     "value",
-    [2, 2.0, True, np.float32(2.0), np.int64(2), np.array(2.0), np.array([2.0]), torch.tensor(2.0), torch.tensor([[2]]), [2.0]],
+    [
+        2,
+        2.0,
+        True,
+        np.float32(2.0),
+        np.int64(2),
+        np.array(2.0),
+        np.array([2.0]),
+        torch.tensor(2.0),
+        torch.tensor([[2]]),
+        [2.0],
+    ],
     ids=lambda v: type(v).__name__,
 )
 def test_numbers_arrays_and_tensors_are_accepted(logdir, value):
@@ -84,7 +96,9 @@ def test_same_scalars_as_torch_writer(tmp_path):
             w.add_scalar("m", v, i, walltime=100.0 + i)
         w.close()
     a, b = load_run(ours).Scalars("m"), load_run(theirs).Scalars("m")
-    assert [(e.wall_time, e.step, e.value) for e in a] == [(e.wall_time, e.step, e.value) for e in b]
+    assert [(e.wall_time, e.step, e.value) for e in a] == [
+        (e.wall_time, e.step, e.value) for e in b
+    ]
 
 
 def test_new_style_writes_a_rank0_tensor_for_the_scalars_plugin(logdir):
@@ -104,7 +118,10 @@ def test_new_style_writes_a_rank0_tensor_for_the_scalars_plugin(logdir):
 def test_add_scalars_writes_one_sub_run_per_key_like_torch(logdir):
     with SummaryWriter(logdir) as w:
         w.add_scalars("group/main", {"a": 1, "b": 2}, 1)
-    assert sorted(p.name for p in logdir.iterdir() if p.is_dir()) == ["group_main_a", "group_main_b"]
+    assert sorted(p.name for p in logdir.iterdir() if p.is_dir()) == [
+        "group_main_a",
+        "group_main_b",
+    ]
     for key, value in (("a", 1.0), ("b", 2.0)):
         (event,) = load_run(logdir / f"group_main_{key}").Scalars("group/main")
         assert (event.step, event.value) == (1, value)
@@ -125,7 +142,11 @@ def test_add_scalars_keys_cannot_escape_log_dir(tmp_path, key):
         with pytest.raises(ValueError, match="log_dir"):
             w.add_scalars("m", {key: 1.0}, 0)
         w.add_scalar("kept", 1.0, 0)
-    outside = [p for p in tmp_path.rglob("*") if p not in (tmp_path / "a", tmp_path / "a" / "b") and logdir not in (p, *p.parents)]
+    outside = [
+        p
+        for p in tmp_path.rglob("*")
+        if p not in (tmp_path / "a", tmp_path / "a" / "b") and logdir not in (p, *p.parents)
+    ]
     assert outside == []
     assert load_run(logdir).Scalars("kept")[0].value == 1.0
 
@@ -165,9 +186,8 @@ def test_bad_input_raises_in_the_caller_and_keeps_earlier_data(logdir, kwargs, e
 
 
 def test_unknown_kind_names_the_installed_kinds(logdir):
-    with SummaryWriter(logdir) as w:
-        with pytest.raises(ValueError, match="unknown kind 'nope'.*scalar"):
-            w.add_value("nope", "t", 1)
+    with SummaryWriter(logdir) as w, pytest.raises(ValueError, match="unknown kind 'nope'.*scalar"):
+        w.add_value("nope", "t", 1)
 
 
 def test_every_event_in_the_file_has_a_finite_walltime(logdir):

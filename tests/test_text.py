@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from conftest import load_run
-from tensorboard.util import tensor_util
-
 from plugboard import SummaryWriter
+from tensorboard.util import tensor_util
 
 
 def test_add_text_uses_torchs_tag_and_string_tensor(logdir):
@@ -22,11 +21,9 @@ def test_add_text_uses_torchs_tag_and_string_tensor(logdir):
 
 
 def test_add_text_matches_torch_bytes(tmp_path):
-    from torch.utils.tensorboard.summary import text as torch_text
-
     from plugboard_text import encode_tfevents
-
     from tensorboard.compat.proto import event_pb2
+    from torch.utils.tensorboard.summary import text as torch_text
 
     ours = event_pb2.Event.FromString(encode_tfevents("t", 1, 5.0, "**bold**"))
     assert ours.summary == torch_text("t", "**bold**")

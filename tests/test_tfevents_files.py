@@ -14,17 +14,21 @@ from pathlib import Path
 
 import pytest
 from conftest import event_files, load_run, raw_events
-
 from plugboard import SummaryWriter
 from plugboard.recordfile import RecordFile
 from plugboard.storage import LocalAppendFile
 
-NAME = re.compile(r"^events\.out\.tfevents\.\d{10}\.(?P<host>.+)\.(?P<pid>\d+)\.(?P<n>\d+)(?P<suffix>.*)$")
+NAME = re.compile(
+    r"^events\.out\.tfevents\.\d{10}\.(?P<host>.+)\.(?P<pid>\d+)\.(?P<n>\d+)(?P<suffix>.*)$"
+)
 
 
 def run_python(code: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -32,7 +36,12 @@ def test_file_name_and_complete_header_exist_right_after_construction(logdir):
     w = SummaryWriter(logdir, filename_suffix=".v2")
     (path,) = event_files(logdir)
     m = NAME.match(path.name)
-    assert m and m["host"] == socket.gethostname() and int(m["pid"]) == os.getpid() and m["suffix"] == ".v2"
+    assert (
+        m
+        and m["host"] == socket.gethostname()
+        and int(m["pid"]) == os.getpid()
+        and m["suffix"] == ".v2"
+    )
     (header,) = raw_events(logdir)
     assert header.file_version == "brain.Event:2" and header.wall_time > 0
     w.close()
@@ -42,7 +51,9 @@ def test_default_log_dir_follows_torch(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with SummaryWriter(comment="_cmt") as w:
         name = Path(w.get_logdir()).name
-    assert re.match(r"^[A-Z][a-z]{2}\d{2}_\d{2}-\d{2}-\d{2}_" + re.escape(socket.gethostname()) + "_cmt$", name)
+    assert re.match(
+        r"^[A-Z][a-z]{2}\d{2}_\d{2}-\d{2}-\d{2}_" + re.escape(socket.gethostname()) + "_cmt$", name
+    )
     assert Path(w.get_logdir()).parent.name == "runs"
 
 
@@ -208,7 +219,11 @@ def test_disk_full_error_reaches_the_caller_once_and_never_hangs(logdir):
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    count, first, seconds = proc.stdout.split(" ", 1)[0], proc.stdout, float(proc.stdout.split()[-1])
+    count, first, seconds = (
+        proc.stdout.split(" ", 1)[0],
+        proc.stdout,
+        float(proc.stdout.split()[-1]),
+    )
     assert int(count) >= 1 and "27" in first  # errno 27 = EFBIG
     assert seconds < 30
     (path,) = event_files(logdir)
@@ -226,7 +241,9 @@ class SlowFile(LocalAppendFile):
 
 
 def test_pending_memory_is_bounded_when_the_disk_is_slow(tmp_path):
-    rf = RecordFile(SlowFile(str(tmp_path / "f")), max_queue=10, flush_secs=3600, max_pending_bytes=10_000)
+    rf = RecordFile(
+        SlowFile(str(tmp_path / "f")), max_queue=10, flush_secs=3600, max_pending_bytes=10_000
+    )
     peak = 0
     for _ in range(3000):
         rf.write(b"x" * 100)

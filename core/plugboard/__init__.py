@@ -67,5 +67,5 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from .registry import get_registry
-    from .writer import SummaryWriter
+    from .registry import get_registry as get_registry
+    from .writer import SummaryWriter as SummaryWriter

@@ -32,6 +32,8 @@ class Kind:
             raise TypeError(f"Kind {self.name!r}: convert must be callable")
         for method_name, fn in self.methods.items():
             if not method_name.startswith("add_") or not method_name.isidentifier():
-                raise ValueError(f"Kind {self.name!r}: method name {method_name!r} must look like add_<name>")
+                raise ValueError(
+                    f"Kind {self.name!r}: method name {method_name!r} must look like add_<name>"
+                )
             if not callable(fn):
                 raise TypeError(f"Kind {self.name!r}: method {method_name!r} is not callable")

@@ -42,16 +42,39 @@ def run_exit_callbacks() -> None:
         try:
             callback()
         except BaseException as exc:  # noqa: BLE001 - exit must go on
-            sys.unraisablehook(_Unraisable(exc, callback))  # type: ignore[arg-type]
+            report_unraisable(exc, "Exception ignored while plugboard closed at exit", callback)
 
 
 class _Unraisable:
-    def __init__(self, exc: BaseException, obj: object) -> None:
+    """What ``sys.unraisablehook`` reads (the default hook accepts only its own type)."""
+
+    def __init__(self, exc: BaseException, msg: str, obj: object) -> None:
         self.exc_type = type(exc)
         self.exc_value = exc
         self.exc_traceback = exc.__traceback__
-        self.err_msg = "Exception ignored while plugboard closed at exit"
+        self.err_msg = msg
         self.object = obj
+
+
+def report_unraisable(exc: BaseException, msg: str, obj: object) -> None:
+    """Hand ``exc`` to ``sys.unraisablehook``; print it as the default hook does if that fails."""
+    args = _Unraisable(exc, msg, obj)
+    hook = sys.unraisablehook
+    try:
+        if hook is sys.__unraisablehook__:
+            raise TypeError("the default hook takes only UnraisableHookArgs")
+        hook(args)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - never let reporting break finalisation
+        try:
+            import traceback
+
+            stream = sys.stderr
+            if stream is not None:
+                stream.write(f"{msg}: {obj!r}\n")
+                traceback.print_exception(type(exc), exc, exc.__traceback__, file=stream)
+                stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def _after_fork_in_child() -> None:

@@ -35,7 +35,10 @@ _SCALARS = {
     "string": _F.TYPE_STRING,
     "bytes": _F.TYPE_BYTES,
 }
-_WELL_KNOWN = {".google.protobuf.Value": "google/protobuf/struct.proto", ".google.protobuf.ListValue": "google/protobuf/struct.proto"}
+_WELL_KNOWN = {
+    ".google.protobuf.Value": "google/protobuf/struct.proto",
+    ".google.protobuf.ListValue": "google/protobuf/struct.proto",
+}
 
 Field = Sequence[Any]
 
@@ -117,7 +120,9 @@ def build(
     pool.Add(fdp)
     out: dict[str, Any] = {}
     for msg_name in messages:
-        out[msg_name] = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{msg_name}"))
+        out[msg_name] = message_factory.GetMessageClass(
+            pool.FindMessageTypeByName(f"{package}.{msg_name}")
+        )
     for enum_name in enums:
         out[enum_name] = pool.FindEnumTypeByName(f"{package}.{enum_name}")
     return out

@@ -69,7 +69,9 @@ class RecordFile:
         self._io_lock = threading.Lock()
         self._room = threading.Condition(threading.Lock())
         self._wake: SimpleQueue[object] = SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name=f"plugboard-writer:{self.name}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"plugboard-writer:{self.name}", daemon=True
+        )
         self._thread.start()
         _live.add(self)
 
@@ -79,10 +81,16 @@ class RecordFile:
         """Queue one record payload (bytes, or a Deferred encode returning bytes)."""
         if self._error is not None or self._closed:
             self._raise_error() if self._error is not None else self._raise_closed()
-        if type(record) is bytes:  # frame here: the CRC is cheap in C and errors stay with the caller
+        if (
+            type(record) is bytes
+        ):  # frame here: the CRC is cheap in C and errors stay with the caller
             n = len(record)
             crc = _crc32c(record)
-            record = (_headers.get(n) or _header(n)) + record + _pack_crc((((crc >> 15) | (crc << 17)) + _DELTA) & _U32)
+            record = (
+                (_headers.get(n) or _header(n))
+                + record
+                + _pack_crc((((crc >> 15) | (crc << 17)) + _DELTA) & _U32)
+            )
             self._bytes_in += n + 16
         else:
             self._bytes_in += size if size is not None else getattr(record, "size_hint", 0)

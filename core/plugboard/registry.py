@@ -229,7 +229,9 @@ def _collect(
     trace = bool(os.environ.get(TRACE_ENV))
     for impl in caller.get_hookimpls():
         info = by_name.get(impl.plugin_name) or PluginInfo(name=impl.plugin_name)
-        if trace:  # impls are called one by one (to isolate failures), so pluggy's tracing misses them
+        if (
+            trace
+        ):  # impls are called one by one (to isolate failures), so pluggy's tracing misses them
             sys.stderr.write(f"[plugboard] {hook}(register) -> plugin {impl.plugin_name!r}\n")
 
         def register(*args: Any, _info: PluginInfo = info) -> None:
@@ -254,7 +256,9 @@ def _add_kind(reg: Registry, info: PluginInfo, kind: Kind) -> None:
         return
     clashes = [m for m in kind.methods if m in reg.methods]
     if clashes:
-        _warn(f"plugin {info.name!r}: method(s) {', '.join(clashes)} already exist; kind {kind.name!r} skipped")
+        _warn(
+            f"plugin {info.name!r}: method(s) {', '.join(clashes)} already exist; kind {kind.name!r} skipped"
+        )
         return
     reg.kinds[kind.name] = kind
     for method_name, fn in kind.methods.items():
@@ -274,12 +278,18 @@ def _add_sink(reg: Registry, info: PluginInfo, spec: SinkSpec) -> None:
     info.sinks.append(spec.name)
 
 
-def _add_encoder(reg: Registry, info: PluginInfo, kind: str, sink: str, encode: Callable[..., Any]) -> None:
+def _add_encoder(
+    reg: Registry, info: PluginInfo, kind: str, sink: str, encode: Callable[..., Any]
+) -> None:
     if not (isinstance(kind, str) and isinstance(sink, str) and callable(encode)):
-        raise TypeError("register_encoders expects register(kind_name: str, sink_name: str, encode)")
+        raise TypeError(
+            "register_encoders expects register(kind_name: str, sink_name: str, encode)"
+        )
     key = (kind, sink)
     if key in reg.encoders:
-        _warn(f"plugin {info.name!r} registers an encoder of {kind!r} for {sink!r} again; the first one is kept")
+        _warn(
+            f"plugin {info.name!r} registers an encoder of {kind!r} for {sink!r} again; the first one is kept"
+        )
         return
     reg.encoders[key] = encode
     info.encoders.append(key)

@@ -324,15 +324,16 @@ class SummaryRecord:
             payload = ops.to_numpy(plugin, value)
             kind = plugin
         else:
-            kind = PLUGINS.get(plugin) if type(plugin) is str else None
-            if kind is None and type(plugin) is str and plugin in self._kinds:
-                kind = plugin  # a kind some other plugin registered: reachable here too
-            if kind is None:
+            found = PLUGINS.get(plugin) if type(plugin) is str else None
+            if found is None and type(plugin) is str and plugin in self._kinds:
+                found = plugin  # a kind some other plugin registered: reachable here too
+            if found is None:
                 raise ValueError(
                     f'For "SummaryRecord.add_value", no such "plugin" of {plugin!r} , expect value is one of [tensor, '
                     "scalar, image, histogram, train_lineage, eval_lineage, dataset_graph, custom_lineage_data, "
                     "graph, landscape]"
                 )
+            kind = found
             registered = self._kinds.get(kind)
             if registered is None:
                 raise ValueError(

@@ -43,7 +43,7 @@ def check_step(step: Any, arg: str = "global_step") -> int | None:
     if step is None:
         return None
     if type(step) is not int:
-        if isinstance(step, float) or isinstance(step, np.floating):
+        if isinstance(step, (float, np.floating)):
             raise TypeError(f"{arg} must be an int, got float {step!r}")
         try:
             step = operator.index(step)
@@ -59,13 +59,19 @@ def check_walltime(walltime: Any, arg: str = "walltime") -> float:
     if walltime is None:
         return _now()
     if type(walltime) is not float:
-        if isinstance(walltime, (bool, str, bytes)) or not isinstance(walltime, (int, float, np.number)):
-            if hasattr(walltime, "__float__") and getattr(walltime, "ndim", 0) == 0 and not isinstance(
-                walltime, (str, bytes, bool)
+        if isinstance(walltime, (bool, str, bytes)) or not isinstance(
+            walltime, (int, float, np.number)
+        ):
+            if (
+                hasattr(walltime, "__float__")
+                and getattr(walltime, "ndim", 0) == 0
+                and not isinstance(walltime, (str, bytes, bool))
             ):
                 walltime = float(walltime)
             else:
-                raise TypeError(f"{arg} must be a number of seconds, got {type_name(walltime)}: {walltime!r}")
+                raise TypeError(
+                    f"{arg} must be a number of seconds, got {type_name(walltime)}: {walltime!r}"
+                )
         walltime = float(walltime)
     if not math.isfinite(walltime):
         raise ValueError(f"{arg} must be finite, got {walltime!r}")
@@ -91,7 +97,9 @@ def to_array(value: Any, arg: str = "value", *, allow_empty: bool = False) -> np
         out = _from_torch(value)
     elif isinstance(value, (str, bytes, bytearray)) or value is None:
         raise TypeError(f"{arg} must be numeric array-like, got {type_name(value)}")
-    elif hasattr(value, "__array__") or isinstance(value, (list, tuple, int, float, complex, np.generic)):
+    elif hasattr(value, "__array__") or isinstance(
+        value, (list, tuple, int, float, complex, np.generic)
+    ):
         try:
             out = np.array(value, copy=True)
         except (ValueError, TypeError) as exc:

@@ -132,7 +132,9 @@ class SummaryWriter:
         if not isinstance(filename_suffix, str):
             raise TypeError(f"filename_suffix must be a str, got {type(filename_suffix).__name__}")
         if "/" in filename_suffix or "\\" in filename_suffix or "\0" in filename_suffix:
-            raise ValueError(f"filename_suffix {filename_suffix!r} must not contain path separators or NUL")
+            raise ValueError(
+                f"filename_suffix {filename_suffix!r} must not contain path separators or NUL"
+            )
         if log_dir is not None and not isinstance(log_dir, (str, os.PathLike)):
             raise TypeError(f"log_dir must be a str or os.PathLike, got {type(log_dir).__name__}")
         self.log_dir: Any = log_dir if log_dir else default_log_dir(comment)
@@ -284,7 +286,9 @@ class SummaryWriter:
         except Exception as exc:
             self._route_failed(routes, encode, write, exc, (tag, global_step, walltime, payload))
 
-    def add_value(self, kind: str, tag: str, value: Any, global_step: Any = None, walltime: Any = None) -> None:
+    def add_value(
+        self, kind: str, tag: str, value: Any, global_step: Any = None, walltime: Any = None
+    ) -> None:
         """Log ``value`` as data kind ``kind`` (the same kinds ``add_*`` methods log)."""
         k = self._registry.kind(kind)
         self.emit(k.name, tag, k.convert(value), global_step, walltime)

@@ -8,7 +8,6 @@ hook are attached the first time an event is dispatched, ahead of the user's han
 
 from __future__ import annotations
 
-import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable
@@ -143,40 +142,10 @@ def _note(first: BaseException, callback: object, exc: BaseException) -> None:
         first.__notes__ = [*getattr(first, "__notes__", ()), note]  # type: ignore[attr-defined]
 
 
-class _Unraisable:
-    """What ``sys.unraisablehook`` reads (the default hook accepts only its own type)."""
-
-    def __init__(self, exc: BaseException, msg: str, obj: object) -> None:
-        self.exc_type = type(exc)
-        self.exc_value = exc
-        self.exc_traceback = exc.__traceback__
-        self.err_msg = msg
-        self.object = obj
-
-
-def report_unraisable(exc: BaseException, msg: str, obj: object) -> None:
-    """Hand ``exc`` to ``sys.unraisablehook``; print it as the default hook does if that fails."""
-    args = _Unraisable(exc, msg, obj)
-    hook = sys.unraisablehook
-    try:
-        if hook is sys.__unraisablehook__:
-            raise TypeError("the default hook takes only UnraisableHookArgs")
-        hook(args)  # type: ignore[arg-type]
-    except Exception:  # noqa: BLE001 - never let reporting break finalisation
-        try:
-            import traceback
-
-            stream = sys.stderr
-            if stream is not None:
-                stream.write(f"{msg}: {obj!r}\n")
-                traceback.print_exception(type(exc), exc, exc.__traceback__, file=stream)
-                stream.flush()
-        except Exception:  # noqa: BLE001
-            pass
-
-
 def _report_unraisable(exc: BaseException, callback: object, obj: object) -> None:
-    report_unraisable(exc, f"Exception ignored in event handler {callback!r} while closing", obj)
+    lifecycle.report_unraisable(
+        exc, f"Exception ignored in event handler {callback!r} while closing", obj
+    )
 
 
 def _attach_plugin_handlers() -> None:

@@ -25,9 +25,10 @@ from time import monotonic_ns
 from typing import Any
 
 from .. import lifecycle
+from ..lifecycle import report_unraisable
 from .aggregation import ORDER, Aggregation
 from .event import STAT_EVENT, Event, _check_name
-from .handlers import dispatch, report_unraisable
+from .handlers import dispatch
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 #: At or above this, ``max_samples`` can never be reached in one window: take the lock-free path.

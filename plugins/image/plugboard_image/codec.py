@@ -89,7 +89,7 @@ def _draw_boxes(image: Any, boxes: np.ndarray, labels: tuple[str, ...] | None) -
             fill="Red",
         )
         text = labels[i] if labels else None
-        if text:
+        if text and font is not None:
             x0, y0, x1, y1 = font.getbbox(text)
             text_width, text_height = x1 - x0, y1 - y0
             margin = float(np.ceil(0.05 * text_height))

@@ -135,8 +135,9 @@ class JsonlSink:
 
     def write(self, data: Line | Deferred) -> None:
         """Turn one encoded record into a JSON line (writing its blobs) and queue it."""
-        if type(data) is not Line:
+        if not isinstance(data, Line):
             data = data()
+        assert isinstance(data, Line)
         value = data.value
         if type(value) is not float and type(value) is not str:
             value = self._store_blobs(value)

@@ -92,10 +92,10 @@ def _field(msg: Any, scope: str, text: str) -> None:
             type_name=f".{PACKAGE}.{scope}.{entry.name}",
         )  # fmt: skip
         return
-    label, ftype, name, number = parts[:4]
+    label, ftype, field_name, field_number = parts[:4]
     fd = msg.field.add(
-        name=name,
-        number=int(number),
+        name=field_name,
+        number=int(field_number),
         label=_F.LABEL_REPEATED if label == "repeated" else _F.LABEL_OPTIONAL,
     )
     if ftype in _SCALAR:

@@ -223,6 +223,7 @@ def fields(data: bytes) -> list[tuple[int, int, Any]]:
     """Split one message into (number, wire type, value); raises ValueError if malformed."""
     out = []
     pos, end = 0, len(data)
+    value: Any
     while pos < end:
         key, pos = _read_varint(data, pos)
         number, wire = key >> 3, key & 7

@@ -28,7 +28,9 @@ def add_scalar(
     """Log one number under ``tag`` (torch's signature)."""
     value = scalar_value if type(scalar_value) is float else to_float(scalar_value, "scalar_value")
     if new_style:
-        writer.emit("scalar", tag, TensorScalar(value, bool(double_precision)), global_step, walltime)
+        writer.emit(
+            "scalar", tag, TensorScalar(value, bool(double_precision)), global_step, walltime
+        )
     else:
         writer.emit("scalar", tag, value, global_step, walltime)
 
@@ -43,7 +45,9 @@ def add_scalars(
     """Log several numbers on one chart: each key becomes the sub-run ``<main_tag>_<key>``."""
     check_tag(main_tag, "main_tag")
     if not hasattr(tag_scalar_dict, "items"):
-        raise TypeError(f"tag_scalar_dict must be a dict of str to number, got {type(tag_scalar_dict).__name__}")
+        raise TypeError(
+            f"tag_scalar_dict must be a dict of str to number, got {type(tag_scalar_dict).__name__}"
+        )
     step = check_step(global_step)
     walltime = check_walltime(walltime)  # one wall time for every key, as torch does
     values = []
@@ -52,6 +56,9 @@ def add_scalars(
             raise TypeError(f"tag_scalar_dict keys must be str, got {type(key).__name__}: {key!r}")
         values.append((key, to_float(raw, f"tag_scalar_dict[{key!r}]")))
     run_prefix = main_tag.replace("/", "_")
-    children = [(writer.child(f"{run_prefix}_{key}", arg=f"tag_scalar_dict key {key!r}"), v) for key, v in values]
+    children = [
+        (writer.child(f"{run_prefix}_{key}", arg=f"tag_scalar_dict key {key!r}"), v)
+        for key, v in values
+    ]
     for child, value in children:
         child.emit("scalar", main_tag, value, step, walltime)

@@ -20,9 +20,13 @@ def _suffix(tag: str) -> bytes:
     value_len = 1 + len(varint(len(tag_bytes))) + len(tag_bytes) + 5
     summary_len = 1 + len(varint(value_len)) + value_len
     out = (
-        b"\x2a" + varint(summary_len)
-        + b"\x0a" + varint(value_len)
-        + b"\x0a" + varint(len(tag_bytes)) + tag_bytes
+        b"\x2a"
+        + varint(summary_len)
+        + b"\x0a"
+        + varint(value_len)
+        + b"\x0a"
+        + varint(len(tag_bytes))
+        + tag_bytes
         + b"\x15"
     )
     if len(_suffixes) < 100_000:
@@ -68,4 +72,6 @@ def encode(tag: str, step: int | None, wall_time: float, value: object) -> bytes
         tensor = TensorProto(dtype=DT_DOUBLE, double_val=[value.value])
     else:
         tensor = TensorProto(dtype=DT_FLOAT, float_val=[value.value])
-    return summary_event(step, wall_time, [SummaryValue(tag=tag, tensor=tensor, metadata=metadata("scalars"))])
+    return summary_event(
+        step, wall_time, [SummaryValue(tag=tag, tensor=tensor, metadata=metadata("scalars"))]
+    )

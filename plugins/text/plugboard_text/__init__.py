@@ -13,7 +13,9 @@ def _convert(value: Any, arg: str = "value") -> str:
     return value
 
 
-def add_text(writer: Any, tag: str, text_string: str, global_step: Any = None, walltime: Any = None) -> None:
+def add_text(
+    writer: Any, tag: str, text_string: str, global_step: Any = None, walltime: Any = None
+) -> None:
     """Log a (markdown) string under ``tag``; TensorBoard shows it in the TEXT tab."""
     writer.emit("text", tag, _convert(text_string, "text_string"), global_step, walltime)
 
@@ -23,14 +25,23 @@ def encode_tfevents(tag: str, step: int | None, wall_time: float, text: str) -> 
     from plugboard_tfevents.encoding import summary_event
     from plugboard_tfevents.proto import DT_STRING, SummaryValue, TensorProto, metadata, shape
 
-    tensor = TensorProto(dtype=DT_STRING, tensor_shape=shape([1]), string_val=[text.encode("utf-8")])
+    tensor = TensorProto(
+        dtype=DT_STRING, tensor_shape=shape([1]), string_val=[text.encode("utf-8")]
+    )
     value = SummaryValue(tag=tag + "/text_summary", metadata=metadata("text"), tensor=tensor)
     return summary_event(step, wall_time, [value])
 
 
 @hookimpl
 def register_kinds(register: Any) -> None:
-    register(Kind(name="text", convert=_convert, methods={"add_text": add_text}, description="markdown text"))
+    register(
+        Kind(
+            name="text",
+            convert=_convert,
+            methods={"add_text": add_text},
+            description="markdown text",
+        )
+    )
 
 
 @hookimpl

@@ -53,7 +53,9 @@ def graph_event(step: int | None, wall_time: float, graph_def: bytes) -> bytes:
     return event_head(step, wall_time) + field_bytes(4, graph_def)
 
 
-def tagged_run_metadata_event(step: int | None, wall_time: float, tag: str, run_metadata: bytes) -> bytes:
+def tagged_run_metadata_event(
+    step: int | None, wall_time: float, tag: str, run_metadata: bytes
+) -> bytes:
     """An Event carrying ``TaggedRunMetadata``."""
     inner = field_bytes(1, tag.encode("utf-8")) + field_bytes(2, run_metadata)
     return event_head(step, wall_time) + field_bytes(8, inner)

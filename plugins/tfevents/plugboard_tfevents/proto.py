@@ -29,7 +29,11 @@ _m = build(
             ("source_metadata", 10, "SourceMetadata"),
         ],
         "SourceMetadata": [("writer", 1, "string")],
-        "SessionLog": [("status", 1, "int32"), ("checkpoint_path", 2, "string"), ("msg", 3, "string")],
+        "SessionLog": [
+            ("status", 1, "int32"),
+            ("checkpoint_path", 2, "string"),
+            ("msg", 3, "string"),
+        ],
         "TaggedRunMetadata": [("tag", 1, "string"), ("run_metadata", 2, "bytes")],
         "Summary": [("value", 1, "SummaryValue", "repeated")],
         "SummaryValue": [

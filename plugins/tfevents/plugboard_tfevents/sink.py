@@ -51,7 +51,9 @@ class TfEventsSink:
         if options.purge_step is not None:
             now = time.time()
             step = options.purge_step
-            self._file.write_now(Event(wall_time=now, step=step, file_version=FILE_VERSION).SerializeToString())
+            self._file.write_now(
+                Event(wall_time=now, step=step, file_version=FILE_VERSION).SerializeToString()
+            )
             start = Event(wall_time=now, step=step, session_log=SessionLog(status=1))
             self._file.write_now(start.SerializeToString())
         self.write = self._file.write
