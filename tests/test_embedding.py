@@ -189,9 +189,27 @@ def test_unparseable_config_is_not_overwritten(logdir: Path) -> None:
     assert (logdir / "projector_config.pbtxt").read_text() == "embeddings { nonsense"
 
 
-def test_add_value_points_to_add_embedding(logdir: Path) -> None:
-    with SummaryWriter(logdir) as w, pytest.raises(TypeError, match="add_embedding"):
-        w.add_value("embedding", "t", np.zeros((2, 2)))
+def test_add_value_writes_the_same_files_as_add_embedding(tmp_path: Path) -> None:
+    mat, labels = np.arange(12, dtype=np.float32).reshape(4, 3), ["a", "b", "c", "d"]
+    with SummaryWriter(tmp_path / "method") as w:
+        w.add_embedding(mat, metadata=labels, global_step=2, tag="e")
+    with SummaryWriter(tmp_path / "value") as w:
+        w.add_value("embedding", "e", {"mat": mat, "metadata": labels}, global_step=2)
+        w.add_value("embedding", "bare", mat)
+    for name in ("tensors.tsv", "metadata.tsv"):
+        assert (tmp_path / "value" / "00002" / "e" / name).read_text() == (
+            tmp_path / "method" / "00002" / "e" / name
+        ).read_text()
+    assert {e.tensor_name for e in _config(tmp_path / "value").embeddings} == {
+        "e:00002",
+        "bare:00000",
+    }
+
+
+def test_add_value_embedding_rejects_unknown_keys(logdir: Path) -> None:
+    with SummaryWriter(logdir) as w, pytest.raises(ValueError, match="needs 'mat'"):
+        w.add_value("embedding", "t", {"matrix": np.zeros((2, 2))})
+    assert _files(logdir) == []
 
 
 def test_matches_torch_files(tmp_path: Path) -> None:

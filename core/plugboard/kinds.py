@@ -17,6 +17,9 @@ class Kind:
     arguments and call ``writer.emit(kind_name, tag, payload, global_step, walltime)``.
     ``heavy`` kinds are costly to encode (PNG, large arrays): a sink may encode them off the
     caller's thread, so a caller that releases the GIL is not stalled.
+    ``log``, when set, is how ``add_value(name, tag, value, global_step, walltime)`` logs a kind
+    that is not one record (files beside the run, several records): it is called as
+    ``log(writer, tag, value, global_step, walltime)`` instead of ``convert`` plus ``emit``.
     """
 
     name: str
@@ -24,12 +27,15 @@ class Kind:
     methods: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     heavy: bool = False
     description: str = ""
+    log: Callable[..., None] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ValueError(f"Kind name must be an identifier, got {self.name!r}")
         if not callable(self.convert):
             raise TypeError(f"Kind {self.name!r}: convert must be callable")
+        if self.log is not None and not callable(self.log):
+            raise TypeError(f"Kind {self.name!r}: log must be callable")
         for method_name, fn in self.methods.items():
             if not method_name.startswith("add_") or not method_name.isidentifier():
                 raise ValueError(

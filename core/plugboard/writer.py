@@ -291,7 +291,10 @@ class SummaryWriter:
     ) -> None:
         """Log ``value`` as data kind ``kind`` (the same kinds ``add_*`` methods log)."""
         k = self._registry.kind(kind)
-        self.emit(k.name, tag, k.convert(value), global_step, walltime)
+        if k.log is not None:
+            k.log(self, tag, value, global_step, walltime)
+        else:
+            self.emit(k.name, tag, k.convert(value), global_step, walltime)
 
     def child(self, run: str, *, arg: str = "run") -> SummaryWriter:
         """The writer of sub-run ``run`` (a path relative to this log_dir, validated)."""
