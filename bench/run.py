@@ -24,6 +24,7 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"unknown benchmark(s) {unknown}; choose from {list(BENCHES)}", file=sys.stderr)
         return 2
+    sys.argv = sys.argv[:1]  # each benchmark's main() runs with its own defaults
     for name in chosen:
         print(f"\n# {name}", flush=True)
         importlib.import_module(BENCHES[name]).main()
