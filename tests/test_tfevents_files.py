@@ -158,6 +158,23 @@ def test_everything_queued_is_written_at_interpreter_exit(logdir):
     assert len(load_run(logdir / "m_a").Scalars("m")) == 1
 
 
+def test_records_of_a_writer_dropped_without_close_are_written_at_exit(logdir):
+    proc = run_python(
+        f"""
+        import gc
+        from plugboard import SummaryWriter
+        def train():
+            w = SummaryWriter({str(logdir)!r}, max_queue=1000, flush_secs=3600)
+            for i in range(50):
+                w.add_scalar("x", i, i)
+        train()
+        gc.collect()
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(load_run(logdir).Scalars("x")) == 50
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only")
 def test_forked_child_neither_hangs_nor_duplicates_parent_records(logdir):
     proc = run_python(

@@ -277,4 +277,15 @@ def _after_fork() -> None:
     _live.clear()
 
 
+def close_all_files() -> None:
+    """Write and close every record file still open at exit, including those of writers the
+    program dropped without closing (their thread keeps the file alive, not the writer)."""
+    for rf in list(_live):
+        try:
+            rf.close()
+        except OSError as exc:
+            lifecycle.report_unraisable(exc, f"Exception ignored while closing {rf.name} at exit", rf)
+
+
 lifecycle.on_fork_child(_after_fork)
+lifecycle.on_exit(lifecycle.WRITERS + 1, close_all_files)
