@@ -19,23 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from common import writer_factories
 
 TARGETS = {"3x64x64 float32": 8.0, "3x512x512 uint8": 2.0}
-
-
-def writer_factories() -> dict[str, Callable[[str], Any]]:
-    """Writer constructors by name; tensorboardX only when installed."""
-    from plugboard import SummaryWriter
-    from torch.utils.tensorboard import SummaryWriter as TorchWriter
-
-    out: dict[str, Callable[[str], Any]] = {"plugboard": SummaryWriter, "torch": TorchWriter}
-    try:
-        from tensorboardX import SummaryWriter as XWriter
-    except ImportError:
-        pass
-    else:
-        out["tensorboardX"] = XWriter
-    return out
 
 
 def end_to_end(factory: Callable[[str], Any], img: np.ndarray, n: int) -> tuple[float, float]:

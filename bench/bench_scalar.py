@@ -50,6 +50,21 @@ def latencies(cls: type, n: int = N) -> tuple[float, float]:
     return q[49] / 1000, q[98] / 1000
 
 
+def peak_memory_kib(cls: type, n: int = 200_000) -> float:
+    """Peak Python memory (tracemalloc) while logging ``n`` scalars as fast as possible."""
+    import tracemalloc
+
+    w = cls(fresh_dir("mem"))
+    tracemalloc.start()
+    add = w.add_scalar
+    for i in range(n):
+        add("loss", 0.5, i)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    w.close()
+    return peak / 1024
+
+
 def import_time_ms(repeats: int = 7) -> float:
     code = (
         "import time; t=time.perf_counter(); import plugboard; print((time.perf_counter()-t)*1000)"
@@ -86,6 +101,11 @@ def main() -> None:
         ("caller p99 latency vs tensorboardX", lat["plugboard"][1], lat["tensorboardX"][1]),
     ]
     print_table(f"add_scalar (median of {REPEATS} runs)", rows)
+    mem = {name: peak_memory_kib(cls) for name, cls in ws.items()}
+    print(
+        "\npeak Python memory while logging 200,000 scalars flat out: "
+        + ", ".join(f"{name} {kib:,.0f} KiB" for name, kib in mem.items())
+    )
     print(
         f"\nimport plugboard: {import_time_ms():.1f} ms (median of 7 fresh processes); "
         f"heavy modules loaded by it: {heavy_modules_after_import() or 'none'}"

@@ -1,4 +1,4 @@
-"""Small helpers shared by the benchmarks: medians, ratios, table printing."""
+"""Small helpers shared by the benchmarks: writers to compare, medians, ratios, table printing."""
 
 from __future__ import annotations
 
@@ -6,6 +6,22 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from typing import Any
+
+
+def writer_factories() -> dict[str, Callable[[str], Any]]:
+    """Writer constructors by name; tensorboardX only when installed."""
+    from plugboard import SummaryWriter
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    out: dict[str, Callable[[str], Any]] = {"plugboard": SummaryWriter, "torch": TorchWriter}
+    try:
+        from tensorboardX import SummaryWriter as XWriter
+    except ImportError:
+        pass
+    else:
+        out["tensorboardX"] = XWriter
+    return out
 
 
 def median_of(repeats: int, fn: Callable[[], float]) -> float:

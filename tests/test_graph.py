@@ -9,19 +9,10 @@ from typing import Any
 import pytest
 import torch
 from conftest import raw_events
+from nets import Net
 from plugboard import SummaryWriter
 from tensorboard.compat.proto import config_pb2, graph_pb2
 from torch import nn
-
-
-class Net(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.l = nn.Linear(3, 5)
-        self.act = nn.ReLU()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.act(self.l(x))
 
 
 class SmallCNN(nn.Module):

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from monitor_support import clean_registry, run_with_timeout  # noqa: F401 - clean_registry: autouse
 from plugboard.monitor import (
     COUNT,
     MAX,
@@ -31,7 +32,6 @@ SEC = timedelta(seconds=1)
 ALL = [VALUE, MEAN, COUNT, SUM, MAX, MIN]
 MS = 1_000_000
 BASE = 3 * 10**14  # ns; a multiple of every window size used below
-TIMEOUT = 10
 UNLIMITED = 2**63 - 1
 #: The lock-free path (unlimited) and the locked path (a max_samples never reached).
 PATHS = [UNLIMITED, 10**9]
@@ -50,16 +50,6 @@ class Clock:
         self.ns += int(ms * MS)
 
 
-@pytest.fixture(autouse=True)
-def clean_registry():
-    saved = (handlers_mod._entries, handlers_mod._plugins_pending)
-    handlers_mod._publish(())
-    handlers_mod._plugins_pending = False
-    yield
-    handlers_mod._publish(saved[0])
-    handlers_mod._plugins_pending = saved[1]
-
-
 @pytest.fixture
 def clock(monkeypatch):
     c = Clock()
@@ -76,24 +66,6 @@ def events():
 
 def datas(events, name=None):
     return [e.data for e in events if name is None or any(k.startswith(name + ".") for k in e.data)]
-
-
-def run_with_timeout(fn, timeout=TIMEOUT):
-    box = {}
-
-    def target():
-        try:
-            box["result"] = fn()
-        except BaseException as exc:  # noqa: BLE001
-            box["error"] = exc
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(timeout)
-    assert not t.is_alive(), "deadlock: call did not return"
-    if "error" in box:
-        raise box["error"]
-    return box.get("result")
 
 
 # -- constructor ----------------------------------------------------------------------------

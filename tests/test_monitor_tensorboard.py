@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from conftest import load_run
+from monitor_support import clean_registry  # noqa: F401 - autouse fixture
 from plugboard import SummaryWriter
 from plugboard.monitor import (
     COUNT,
@@ -19,17 +20,6 @@ from plugboard.monitor import (
     register_event_handler,
     unregister_event_handler,
 )
-from plugboard.monitor import handlers as handlers_mod
-
-
-@pytest.fixture(autouse=True)
-def clean_registry():
-    saved = (handlers_mod._entries, handlers_mod._plugins_pending)
-    handlers_mod._publish(())
-    handlers_mod._plugins_pending = False
-    yield
-    handlers_mod._publish(saved[0])
-    handlers_mod._plugins_pending = saved[1]
 
 
 class Recorder:

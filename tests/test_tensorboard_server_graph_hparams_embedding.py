@@ -8,20 +8,10 @@ from typing import Any
 
 import numpy as np
 import torch
+from nets import Net
 from PIL import Image
 from plugboard import SummaryWriter
 from tb_server import TensorBoard, tensorboard_server
-from torch import nn
-
-
-class Net(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.l = nn.Linear(3, 5)
-        self.act = nn.ReLU()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.act(self.l(x))
 
 
 def _wait(fn: Any, timeout: float = 30.0) -> Any:

@@ -6,10 +6,14 @@ runtime whatever its version. Example::
 
     Point = build("demo", {"Point": [("x", 1, "double"), ("tags", 2, "string", "repeated")]})["Point"]
 
-A field is ``(name, number, type[, "repeated"])``. ``type`` is a scalar name (``double``,
+A field is ``(name, number, type[, label])``. ``type`` is a scalar name (``double``,
 ``float``, ``int32``, ``int64``, ``uint32``, ``uint64``, ``sint32``, ``sint64``, ``bool``,
 ``string``, ``bytes``), the name of a message or enum of the same schema, a fully qualified
-name starting with ``.`` (``.google.protobuf.Value``), or ``map<K,V>``.
+name starting with ``.`` (``.google.protobuf.Value``), or ``map<K,V>``. ``label`` is
+``"repeated"``, or ``"packed"`` for a repeated field with ``[packed = true]``.
+
+A message named ``"Outer.Inner"`` is nested in ``Outer`` (listed before it in the schema); its
+class is reachable as ``Outer.Inner``, and fields refer to it by that dotted name.
 """
 
 from __future__ import annotations
@@ -48,23 +52,34 @@ def _camel(name: str) -> str:
 
 
 def _fill_field(
-    fd: Any, field: Field, package: str, names: set[str], enums: set[str], deps: set[str], msg: Any
+    fd: Any,
+    field: Field,
+    package: str,
+    names: set[str],
+    enums: set[str],
+    deps: set[str],
+    msg: Any,
+    scope: str,
 ) -> None:
     name, number, ftype = field[0], field[1], field[2]
     label = field[3] if len(field) > 3 else ""
     fd.name, fd.number = name, number
-    fd.json_name = name
-    fd.label = _F.LABEL_REPEATED if label == "repeated" else _F.LABEL_OPTIONAL
+    fd.label = _F.LABEL_REPEATED if label in ("repeated", "packed") else _F.LABEL_OPTIONAL
+    if label == "packed":
+        fd.options.packed = True
     if ftype.startswith("map<"):
         key_type, value_type = (t.strip() for t in ftype[4:-1].split(","))
         entry = msg.nested_type.add()
         entry.name = _camel(name)
         entry.options.map_entry = True
-        _fill_field(entry.field.add(), ("key", 1, key_type), package, names, enums, deps, entry)
-        _fill_field(entry.field.add(), ("value", 2, value_type), package, names, enums, deps, entry)
+        entry_scope = f"{scope}.{entry.name}"
+        for entry_field in (("key", 1, key_type), ("value", 2, value_type)):
+            _fill_field(
+                entry.field.add(), entry_field, package, names, enums, deps, entry, entry_scope
+            )
         fd.label = _F.LABEL_REPEATED
         fd.type = _F.TYPE_MESSAGE
-        fd.type_name = f".{package}.{msg.name}.{entry.name}"
+        fd.type_name = f".{package}.{entry_scope}"
     elif ftype in _SCALARS:
         fd.type = _SCALARS[ftype]
     elif ftype.startswith("."):
@@ -102,21 +117,24 @@ def build(
         for value_name, number in values.items():
             ev = ed.value.add()
             ev.name, ev.number = value_name, number
-    names = set(messages)
+    names, enum_names = set(messages), set(enums)
+    protos: dict[str, Any] = {}
+    for msg_name in messages:  # a nested message goes into its parent, listed before it
+        parent, _, short = msg_name.rpartition(".")
+        protos[msg_name] = (protos[parent].nested_type if parent else fdp.message_type).add()
+        protos[msg_name].name = short
     for msg_name, fields in messages.items():
-        md = fdp.message_type.add()
-        md.name = msg_name
+        md = protos[msg_name]
         for field in fields:
-            _fill_field(md.field.add(), field, package, names, set(enums), deps, md)
+            _fill_field(md.field.add(), field, package, names, enum_names, deps, md, msg_name)
     fdp.dependency.extend(sorted(deps))
     pool = descriptor_pool.DescriptorPool()
-    for dep in sorted(deps):
+    if "google/protobuf/struct.proto" in deps:
         from google.protobuf import struct_pb2
 
-        if dep == "google/protobuf/struct.proto":
-            dep_proto = descriptor_pb2.FileDescriptorProto()
-            struct_pb2.DESCRIPTOR.CopyToProto(dep_proto)
-            pool.Add(dep_proto)
+        dep_proto = descriptor_pb2.FileDescriptorProto()
+        struct_pb2.DESCRIPTOR.CopyToProto(dep_proto)
+        pool.Add(dep_proto)
     pool.Add(fdp)
     out: dict[str, Any] = {}
     for msg_name in messages:

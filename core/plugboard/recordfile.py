@@ -81,9 +81,8 @@ class RecordFile:
         """Queue one record payload (bytes, or a Deferred encode returning bytes)."""
         if self._error is not None or self._closed:
             self._raise_error() if self._error is not None else self._raise_closed()
-        if (
-            type(record) is bytes
-        ):  # frame here: the CRC is cheap in C and errors stay with the caller
+        # Frame bytes here: the CRC is cheap in C, and errors stay with the caller.
+        if type(record) is bytes:
             n = len(record)
             crc = _crc32c(record)
             record = (
@@ -122,14 +121,18 @@ class RecordFile:
         """Write every record accepted so far, then raise any I/O error that occurred."""
         if self._abandoned or self._closed:
             return
+        self._drain_and_flush()
+        if self._error is not None:
+            self._raise_error()
+
+    def _drain_and_flush(self) -> None:
+        """Write every pending record and flush the file; an I/O error is kept, not raised."""
         with self._io_lock:
             self._drain_locked()
             try:
                 self.handle.flush()
             except OSError as exc:
                 self._error = self._error or exc
-        if self._error is not None:
-            self._raise_error()
 
     def close(self) -> None:
         """Flush, stop the thread and release the file; idempotent, even after an error."""
@@ -140,12 +143,7 @@ class RecordFile:
         if self._abandoned:
             return
         try:
-            with self._io_lock:
-                self._drain_locked()
-                try:
-                    self.handle.flush()
-                except OSError as exc:
-                    self._error = self._error or exc
+            self._drain_and_flush()
         finally:
             self._wake.put(_STOP)
             if self._thread is not threading.current_thread():
@@ -284,7 +282,9 @@ def close_all_files() -> None:
         try:
             rf.close()
         except OSError as exc:
-            lifecycle.report_unraisable(exc, f"Exception ignored while closing {rf.name} at exit", rf)
+            lifecycle.report_unraisable(
+                exc, f"Exception ignored while closing {rf.name} at exit", rf
+            )
 
 
 lifecycle.on_fork_child(_after_fork)

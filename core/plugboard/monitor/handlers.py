@@ -87,25 +87,8 @@ def log_event(event: Event) -> None:
     """
     if not isinstance(event, Event):
         raise TypeError(f"event must be a plugboard.monitor.Event, got {type(event).__name__}")
-    if _plugins_pending:
-        _attach_plugin_handlers()
-    callbacks = _callbacks
-    if not callbacks:
-        return
-    first: BaseException | None = None
-    for callback in callbacks:
-        try:
-            callback(event)
-        except Exception as exc:  # every handler gets the event; re-raised below
-            if first is None:
-                first = exc
-            else:
-                _note(first, callback, exc)
-    if first is not None:
-        try:
-            raise first
-        finally:
-            first = None
+    if _callbacks or _plugins_pending:  # nothing to build or call when no handler is registered
+        dispatch((event,))
 
 
 def dispatch(events: Iterable[Event], unraisable: object = None) -> None:
@@ -119,7 +102,7 @@ def dispatch(events: Iterable[Event], unraisable: object = None) -> None:
         for callback in _callbacks:
             try:
                 callback(event)
-            except Exception as exc:
+            except Exception as exc:  # every handler gets every event; re-raised below
                 if unraisable is not None:
                     _report_unraisable(exc, callback, unraisable)
                 elif first is None:
@@ -171,12 +154,6 @@ def _attach_plugin_handlers() -> None:
         with _lock:
             _publish((*((_new_handle(), cb) for cb in found if callable(cb)), *_entries))
         _plugins_pending = False
-
-
-def _reset_plugin_handlers() -> None:
-    """Forget attached plugin handlers' pending state so the next dispatch attaches again (tests)."""
-    global _plugins_pending
-    _plugins_pending = True
 
 
 def _after_fork_in_child() -> None:

@@ -17,9 +17,9 @@ import logging
 from typing import Any
 
 import numpy as np
+from plugboard.wire import float32 as _float32
 
 from . import wire
-from .wire import float32_bytes as _float32
 from .wire import tag_field as _tag_field
 
 VALUE, EVENT, LINEAGE = "value", "event", "lineage"

@@ -21,11 +21,11 @@ import struct
 from typing import Any
 
 import numpy as np
+from plugboard.wire import field_bytes, field_double, field_varint, float32, varint
 
 VERSION = "MindSpore.Event:1"
 
 _pack_d = struct.Struct("<d").pack
-_pack_f = struct.Struct("<f").pack
 
 #: ``anf_ir.DataType`` of each NumPy scalar type MindSpore can write (everything else: TypeError).
 DATA_TYPES: dict[type, int] = {
@@ -42,41 +42,6 @@ DATA_TYPES: dict[type, int] = {
     np.float32: 11,
     np.float64: 12,
 }
-
-
-def varint(n: int) -> bytes:
-    """Protobuf base-128 varint; negative numbers as 64-bit two's complement (int64)."""
-    if n < 0:
-        n += 1 << 64
-    if n < 0x80:
-        return bytes((n,))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def field_bytes(number: int, data: bytes) -> bytes:
-    """A length-delimited field (string, bytes, embedded message)."""
-    return varint(number << 3 | 2) + varint(len(data)) + data
-
-
-def field_varint(number: int, value: int) -> bytes:
-    return varint(number << 3) + varint(int(value))
-
-
-def field_double(number: int, value: float) -> bytes:
-    return varint(number << 3 | 1) + _pack_d(value)
-
-
-def float32_bytes(value: float) -> bytes:
-    """``value`` as a little-endian float32, rounded like a C cast (overflow gives inf)."""
-    try:
-        return _pack_f(value)
-    except OverflowError:
-        return np.array(value, dtype=np.float64).astype("<f4").tobytes()
 
 
 # -- events -----------------------------------------------------------------------------------
@@ -135,7 +100,7 @@ def scalar_value(tag: str, value: Any) -> bytes:
     if type(value) is not float:
         value = value.item() if isinstance(value, (np.ndarray, np.generic)) else value
         value = float(value)
-    return tag_field(tag) + b"\x1d" + float32_bytes(value)
+    return tag_field(tag) + b"\x1d" + float32(value)
 
 
 def tensor_proto(array: np.ndarray) -> bytes:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
 import struct
 
-from plugboard_tfevents.encoding import summary_event, varint
+from plugboard.wire import float32, varint
+from plugboard_tfevents.encoding import summary_event
 
 from .methods import TensorScalar
 
@@ -48,20 +48,13 @@ def _step_field(step: int) -> bytes:
 _SMALL_STEPS = [bytes((0x10, n)) for n in range(0x80)]
 
 
-def _float32(value: float) -> bytes:
-    try:
-        return _pack_f(value)
-    except OverflowError:  # beyond float32: protobuf stores an infinity
-        return _pack_f(math.copysign(math.inf, value))
-
-
 def encode(tag: str, step: int | None, wall_time: float, value: object) -> bytes:
     """One ``Event`` with ``Summary.Value(tag, simple_value)``, or a rank-0 tensor (new style)."""
     if type(value) is float:
         try:
             tail = (_suffixes.get(tag) or _suffix(tag)) + _pack_f(value)
         except OverflowError:
-            tail = _suffixes[tag] + _float32(value)
+            tail = _suffixes[tag] + float32(value)
         if not step:  # None, or 0 which proto3 leaves out
             return _pack_head(9, wall_time) + tail
         return _pack_head(9, wall_time) + _step_field(step) + tail

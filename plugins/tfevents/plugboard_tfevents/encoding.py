@@ -11,21 +11,10 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
+# field_bytes and varint are also imported from here by the image and histogram kinds.
+from plugboard.wire import field_bytes, varint
+
 _pack_d = struct.Struct("<d").pack
-
-
-def varint(n: int) -> bytes:
-    """Protobuf base-128 varint of an int64 (negative numbers take 10 bytes)."""
-    if 0 <= n < 0x80:
-        return bytes((n,))
-    if n < 0:
-        n += 1 << 64
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def event_head(step: int | None, wall_time: float) -> bytes:
@@ -33,11 +22,6 @@ def event_head(step: int | None, wall_time: float) -> bytes:
     if not step:  # None, or 0 which proto3 leaves out
         return b"\x09" + _pack_d(wall_time)
     return b"\x09" + _pack_d(wall_time) + b"\x10" + varint(step)
-
-
-def field_bytes(number: int, data: bytes) -> bytes:
-    """A length-delimited field."""
-    return varint(number << 3 | 2) + varint(len(data)) + data
 
 
 def summary_event(step: int | None, wall_time: float, values: Iterable[Any]) -> bytes:
