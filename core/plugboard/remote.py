@@ -18,11 +18,12 @@ every file whose name contains ``tfevents``, see one continuous stream. Line-ori
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import weakref
 from typing import Any
+
+from . import lifecycle
 
 PART_SEPARATOR = ".part"
 PART_DIGITS = 8
@@ -177,8 +178,7 @@ class _Ager:
 
 
 _ager = _Ager()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_ager._after_fork)
+lifecycle.on_fork_child(_ager._after_fork)
 
 
 def read_parts(url: str, **storage_options: Any) -> bytes:

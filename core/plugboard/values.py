@@ -59,19 +59,12 @@ def check_walltime(walltime: Any, arg: str = "walltime") -> float:
     if walltime is None:
         return _now()
     if type(walltime) is not float:
-        if isinstance(walltime, (bool, str, bytes)) or not isinstance(
-            walltime, (int, float, np.number)
-        ):
-            if (
-                hasattr(walltime, "__float__")
-                and getattr(walltime, "ndim", 0) == 0
-                and not isinstance(walltime, (str, bytes, bool))
-            ):
-                walltime = float(walltime)
-            else:
-                raise TypeError(
-                    f"{arg} must be a number of seconds, got {type_name(walltime)}: {walltime!r}"
-                )
+        is_number = isinstance(walltime, (int, float, np.number)) and not isinstance(walltime, bool)
+        is_scalar_tensor = hasattr(walltime, "__float__") and getattr(walltime, "ndim", None) == 0
+        if not (is_number or is_scalar_tensor) or isinstance(walltime, (str, bytes, np.bool_)):
+            raise TypeError(
+                f"{arg} must be a number of seconds, got {type_name(walltime)}: {walltime!r}"
+            )
         walltime = float(walltime)
     if not math.isfinite(walltime):
         raise ValueError(f"{arg} must be finite, got {walltime!r}")

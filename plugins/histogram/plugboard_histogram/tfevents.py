@@ -5,7 +5,8 @@ from __future__ import annotations
 import struct
 
 import numpy as np
-from plugboard_tfevents.encoding import field_bytes, summary_event, varint
+from plugboard.wire import field_bytes, varint
+from plugboard_tfevents.encoding import summary_event
 
 from .compute import Histogram, histogram_of
 

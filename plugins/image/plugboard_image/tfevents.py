@@ -6,7 +6,8 @@ one large bytes field, so building messages would only copy the PNG more often.
 
 from __future__ import annotations
 
-from plugboard_tfevents.encoding import field_bytes, summary_event, varint
+from plugboard.wire import field_bytes, varint
+from plugboard_tfevents.encoding import summary_event
 
 from .codec import EncodedImage
 from .codec import encode as encode_image
