@@ -164,11 +164,17 @@ def image_canvas(array: np.ndarray) -> np.ndarray:
 
 
 def png(hwc: np.ndarray) -> bytes:
-    from PIL import Image
+    """PNG bytes of HWC uint8 pixels: the image kind's fast encoder when it is installed (same
+    pixels as Pillow's, several times faster), else Pillow's."""
+    try:
+        from plugboard_image.codec import png_bytes
+    except ImportError:
+        from PIL import Image
 
-    out = io.BytesIO()
-    Image.fromarray(hwc).save(out, format="PNG")
-    return out.getvalue()
+        out = io.BytesIO()
+        Image.fromarray(hwc).save(out, format="PNG")
+        return out.getvalue()
+    return png_bytes(np.ascontiguousarray(hwc))
 
 
 def encode_image(tag: str, step: Any, wall_time: float, payload: Any) -> Piece:
