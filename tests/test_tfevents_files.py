@@ -12,7 +12,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 from conftest import event_files, load_run, raw_events
 from plugboard import SummaryWriter
 from plugboard.recordfile import RecordFile
@@ -175,7 +174,6 @@ def test_records_of_a_writer_dropped_without_close_are_written_at_exit(logdir):
     assert len(load_run(logdir).Scalars("x")) == 50
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only")
 def test_forked_child_neither_hangs_nor_duplicates_parent_records(logdir):
     proc = run_python(
         f"""
