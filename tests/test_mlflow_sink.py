@@ -111,9 +111,11 @@ def test_mlflow_sink_refuses_a_remote_log_dir_without_a_tracking_uri() -> None:
 
 
 def test_two_writers_cannot_share_one_run(tmp_path: Path) -> None:
-    with SummaryWriter(tmp_path / "r", sinks=["mlflow"]):
-        with pytest.raises(ValueError, match="already logs to MLflow"):
-            SummaryWriter(tmp_path / "r", sinks=["mlflow"])
+    with (
+        SummaryWriter(tmp_path / "r", sinks=["mlflow"]),
+        pytest.raises(ValueError, match="already logs to MLflow"),
+    ):
+        SummaryWriter(tmp_path / "r", sinks=["mlflow"])
 
 
 def _free_port() -> int:
@@ -126,7 +128,7 @@ def _free_port() -> int:
 def mlflow_server(root: Path, timeout: float = 120.0) -> Iterator[str]:
     """A real ``mlflow server`` on a free loopback port (sqlite store and artifacts in ``root``)."""
     port = _free_port()
-    log = open(root / "server.log", "wb")
+    log = open(root / "server.log", "wb")  # noqa: SIM115 - closed in the finally below
     cmd = [
         sys.executable,
         "-m",

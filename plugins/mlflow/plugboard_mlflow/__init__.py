@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import re
 import threading
-import time
 from typing import Any
 
 from plugboard import Deferred, SinkOptions, SinkSpec, hookimpl
@@ -145,6 +144,11 @@ def _parent_of(location: str) -> tuple[MlflowSink, str] | None:
 
 class MlflowSink:
     """One MLflow run fed from a writer: records queue in ``write``; a thread sends batches."""
+
+    tracking_uri: str
+    client: Any
+    experiment_id: str
+    run_id: str
 
     def __init__(self, options: SinkOptions) -> None:
         from mlflow.tracking import MlflowClient
