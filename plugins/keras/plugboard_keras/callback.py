@@ -94,7 +94,7 @@ class TensorBoard(keras.callbacks.Callback):
         return int(keras.ops.convert_to_numpy(iterations))
 
     def _learning_rates(self) -> dict[str, float]:
-        optimizer = getattr(self.model, "optimizer", None)
+        optimizer: Any = getattr(self.model, "optimizer", None)
         optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # LossScaleOptimizer
         if hasattr(optimizer, "optimizers"):
             return {
