@@ -83,6 +83,7 @@ class SystemMetrics:
         self._samplers: list[Callable[[], Iterable[tuple[str, float]]]] = []
         self._nvml: Any = None
         self.samples = 0  #: samples taken so far
+        self.last: dict[str, float] = {}  #: the latest sample, ``{stat name: value}``
         self.sample_seconds = 0.0  #: thread CPU time spent sampling and logging
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -176,6 +177,7 @@ class SystemMetrics:
             except Exception as exc:  # a handler failed: every other Stat still gets its value
                 first = first or exc
         self.samples += 1
+        self.last = values
         if first is not None:
             raise first
         return values
