@@ -95,6 +95,32 @@ def test_reopened_writer_continues_its_run_and_params_attach_with_own_run(tmp_pa
     assert _history(client, runs["run1"], "loss") == [(0, 3.0), (1, 2.0)]
 
 
+def test_sibling_writers_share_one_sqlite_store_given_by_uri(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.chdir(tmp_path)
+    store = "mlflow+sqlite:///runs/keras/mlflow.db"  # relative: resolved from the working dir
+    train = SummaryWriter("runs/keras/train", sinks=[store])
+    val = SummaryWriter("runs/keras/validation", sinks=[store])
+    for epoch in range(3):
+        train.add_scalar("epoch_loss", 1.0 - epoch / 10, epoch)
+        val.add_scalar("epoch_loss", 1.1 - epoch / 10, epoch)
+    val.add_text("report", "done", 2)
+    train.close()
+    val.close()
+    assert sorted(os.listdir(tmp_path)) == ["runs"]
+    assert sorted(os.listdir(tmp_path / "runs" / "keras")) == ["artifacts", "mlflow.db"]
+    client = MlflowClient("sqlite:///runs/keras/mlflow.db")
+    runs = _runs(client, "keras")
+    assert set(runs) == {"train", "validation"}
+    assert _history(client, runs["validation"], "epoch_loss") == [
+        (e, pytest.approx(1.1 - e / 10)) for e in range(3)
+    ]
+    assert list((tmp_path / "runs" / "keras" / "artifacts").rglob("step_00000002.txt"))
+
+
 def test_failed_logging_is_raised_by_flush(tmp_path: Path) -> None:
     w = SummaryWriter(tmp_path / "exp" / "run", sinks=["mlflow"])
     w.add_hparams({"lr": 0.1}, {}, own_run=True)
@@ -113,7 +139,7 @@ def test_mlflow_sink_refuses_a_remote_log_dir_without_a_tracking_uri() -> None:
 def test_two_writers_cannot_share_one_run(tmp_path: Path) -> None:
     with (
         SummaryWriter(tmp_path / "r", sinks=["mlflow"]),
-        pytest.raises(ValueError, match="already logs to MLflow"),
+        pytest.raises(ValueError, match="another writer already logs"),
     ):
         SummaryWriter(tmp_path / "r", sinks=["mlflow"])
 

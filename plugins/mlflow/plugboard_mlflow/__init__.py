@@ -3,7 +3,8 @@
 ``SummaryWriter("runs/exp1", sinks=["tfevents", "mlflow"])`` keeps an MLflow tracking store
 inside the log dir (``runs/exp1/mlflow/mlflow.db``, artifacts in ``runs/exp1/mlflow/artifacts``),
 so nothing is written elsewhere; ``sinks=["tfevents", "mlflow+http://127.0.0.1:5000"]`` (any
-MLflow tracking URI after ``mlflow+``) logs to that tracking server or store instead. The
+MLflow tracking URI after ``mlflow+``) logs to that tracking server or store instead (a
+``sqlite:///`` store keeps new experiments' artifacts in ``artifacts/`` beside it). The
 experiment is named after the log dir's parent directory (``runs``), the run after the log dir
 (``exp1``); a writer that re-opens after ``close()`` continues its run. Sub-runs of the writer
 (``add_scalars`` keys, ``add_hparams`` trials) become nested runs named by their relative path.
@@ -98,7 +99,7 @@ ENCODERS = {
 # -- runs --------------------------------------------------------------------------------------
 
 _open_lock = threading.Lock()
-#: Open sinks by location, so a sub-run's sink finds its parent's run.
+#: Open sinks by their writer's log dir, so a sub-run's sink finds its parent's run.
 _open: dict[str, MlflowSink] = {}
 #: Run ids by (tracking URI, experiment id, run name): a re-opened writer continues its run.
 _runs: dict[tuple[str, str, str], str] = {}
@@ -133,12 +134,30 @@ def _names(writer_log_dir: str) -> tuple[str, str]:
     return experiment or "Default", run or "run"
 
 
-def _parent_of(location: str) -> tuple[MlflowSink, str] | None:
-    """The open sink whose location contains ``location``, and the relative path (lock held)."""
+def _sqlite_artifacts(tracking_uri: str) -> str | None:
+    """For a ``sqlite:///`` store: ``artifacts/`` beside the database file (MLflow's own
+    default would be ``./mlartifacts`` in the working directory)."""
+    if not tracking_uri.startswith("sqlite:///"):
+        return None
+    database = tracking_uri[len("sqlite:///") :]
+    return _file_uri(os.path.join(os.path.dirname(os.path.abspath(database)), "artifacts"))
+
+
+def _key(writer_log_dir: str) -> str:
+    """The run's identity: the writer's log dir, absolute, with ``/`` separators."""
+    if "://" not in writer_log_dir:
+        writer_log_dir = os.path.abspath(writer_log_dir)
+    return writer_log_dir.replace(os.sep, "/").rstrip("/")
+
+
+def _parent_of(key: str, chosen: str) -> tuple[MlflowSink, str] | None:
+    """The open sink (same ``sinks=`` entry) of a directory above ``key``, and the relative
+    path (lock held): a sub-run of its writer."""
     best: tuple[MlflowSink, str] | None = None
-    for key, sink in _open.items():
-        if location.startswith(key + "/") and (best is None or len(key) > len(best[0].location)):
-            best = (sink, location[len(key) + 1 :])
+    for other, sink in _open.items():
+        deeper = best is None or len(other) > len(best[0].key)
+        if deeper and sink.chosen == chosen and key.startswith(other + "/"):
+            best = (sink, key[len(other) + 1 :])
     return best
 
 
@@ -153,18 +172,16 @@ class MlflowSink:
     def __init__(self, options: SinkOptions) -> None:
         from mlflow.tracking import MlflowClient
 
-        chosen = str(options.extra.get("sink", SINK))
-        location = options.log_dir
-        if "://" not in chosen:
-            location = os.path.abspath(location) if "://" not in location else location
-        self.location = location.replace(os.sep, "/")
+        self.chosen = chosen = str(options.extra.get("sink", SINK))
+        writer_dir = str(options.extra.get("writer_log_dir", options.log_dir))
+        self.key = _key(writer_dir)
         with _open_lock:
-            if self.location in _open:
+            if self.key in _open:
                 raise ValueError(
-                    f"another writer already logs to MLflow from {options.log_dir!r}; "
+                    f"another writer already logs {writer_dir!r} to MLflow; "
                     "close it first (two writers must not share a run)"
                 )
-            parent = _parent_of(self.location)
+            parent = _parent_of(self.key, chosen)
             if parent is not None:
                 parent_sink, rel = parent
                 self.tracking_uri = parent_sink.tracking_uri
@@ -172,17 +189,17 @@ class MlflowSink:
                 self.experiment_id = parent_sink.experiment_id
                 run_name, parent_run = rel, parent_sink.run_id
             else:
-                if "://" in chosen:
-                    self.tracking_uri, artifacts = self.location, None
+                if "://" in chosen:  # "mlflow+<tracking URI>"
+                    self.tracking_uri = options.log_dir
+                    artifacts = _sqlite_artifacts(self.tracking_uri)
                 else:
                     self.tracking_uri, artifacts = _local_store(options.log_dir)
                 self.client = MlflowClient(self.tracking_uri)
-                writer_dir = str(options.extra.get("writer_log_dir", options.log_dir))
                 experiment, run_name = _names(writer_dir)
                 self.experiment_id = self._experiment(experiment, artifacts)
                 parent_run = None
             self.run_id = self._run(run_name, parent_run)
-            _open[self.location] = self
+            _open[self.key] = self
         self.run_name = run_name
         self.send_secs = min(float(options.flush_secs), MAX_SEND_SECS)
         self._cond = threading.Condition()
@@ -280,8 +297,8 @@ class MlflowSink:
                 self._cond.notify_all()
             self._thread.join(WAIT_SECS)
             with _open_lock:
-                if _open.get(self.location) is self:
-                    del _open[self.location]
+                if _open.get(self.key) is self:
+                    del _open[self.key]
         self.client.set_terminated(self.run_id, "FINISHED")
 
     def abandon(self) -> None:
@@ -290,7 +307,8 @@ class MlflowSink:
             self._items.clear()
             self._closing = True
         with _open_lock:
-            _open.pop(self.location, None)
+            if _open.get(self.key) is self:
+                del _open[self.key]
 
     def _raise_error(self) -> None:
         if self._error is not None:
