@@ -153,7 +153,11 @@ class SystemMetrics:
             if self._want["gpu"]:
                 self._nvml = _nvml()
                 if self._nvml is not None:
-                    self._samplers.append(_gpu_sampler(self._nvml, base))
+                    try:
+                        self._samplers.append(_gpu_sampler(self._nvml, base))
+                    except self._nvml.NVMLError:  # a GPU NVML counts but cannot open: none
+                        self._nvml.nvmlShutdown()
+                        self._nvml = None
 
     def _stat(self, name: str) -> Stat:
         stat = self._stats.get(name)
