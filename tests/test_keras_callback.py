@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from conftest import load_run
+from plugboard import SummaryWriter
+from tb_server import tensorboard_server
 
 FIT = r"""
 import json, os, sys
@@ -40,6 +45,7 @@ history = model.fit(x, y, batch_size=16, epochs=3, validation_split=0.25, callba
 weights = {w.path: keras.ops.convert_to_numpy(w).ravel().tolist() for w in model.weights}
 with open(out, "w") as f:
     json.dump({
+        "config": json.loads(model.to_json()),
         "backend": keras.backend.backend(),
         "tensorflow_imported": "tensorflow" in sys.modules,
         "history": history.history,
@@ -84,10 +90,19 @@ def _keras(code: str, *args: str, cwd: Path) -> str:
     return done.stdout
 
 
-def test_fit_writes_keras_train_and_validation_runs_without_tensorflow(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A tiny model fit for 3 epochs with the callback: the log dir and what Keras reported."""
+    tmp_path = tmp_path_factory.mktemp("keras")
     out = tmp_path / "result.json"
     _keras(FIT, "logs", str(out), cwd=tmp_path)
-    result = json.loads(out.read_text())
+    return tmp_path, json.loads(out.read_text())
+
+
+def test_fit_writes_keras_train_and_validation_runs_without_tensorflow(
+    fitted: tuple[Path, dict[str, Any]],
+) -> None:
+    tmp_path, result = fitted
     assert result["backend"] == "torch"
     assert result["tensorflow_imported"] is False
     history = result["history"]
@@ -128,6 +143,38 @@ def test_fit_writes_keras_train_and_validation_runs_without_tensorflow(tmp_path:
     assert sorted(images) == sorted(f"{path}/image" for path in result["weights"])
     kernel = next(p for p in result["weights"] if p.endswith("dense/kernel"))
     assert [(i.height, i.width) for i in train.Images(f"{kernel}/image")] == [(4, 8)] * 3
+
+
+def test_write_graph_logs_the_model_config_tensorboard_draws(
+    fitted: tuple[Path, dict[str, Any]],
+) -> None:
+    tmp_path, result = fitted
+    [event] = load_run(tmp_path / "logs" / "train").Tensors("keras")
+    assert event.step == 0
+    [blob] = event.tensor_proto.string_val
+    assert json.loads(blob) == result["config"]
+    with tensorboard_server(tmp_path / "logs") as tb:
+        deadline = time.monotonic() + 30
+        while not (info := tb.get_json("/data/plugin/graphs/info").get("train")):
+            assert time.monotonic() < deadline, "TensorBoard lists no graph for run train"
+            time.sleep(0.3)
+        assert info["tags"]["keras"]["conceptual_graph"] is True
+        pbtxt = tb.get("/data/plugin/graphs/graph", run="train", tag="keras", conceptual="true")
+    names = re.findall(r'name: "([^"]+)"', pbtxt.decode())
+    assert [n.split("/")[-1] for n in names] == ["input_layer", "dense", "dense_1"]
+
+
+def test_keras_model_kind_refuses_what_is_not_a_model_config(tmp_path: Path) -> None:
+    with SummaryWriter(tmp_path / "run") as w:
+        with pytest.raises(TypeError, match="Keras model or its JSON config"):
+            w.add_keras_model("keras", 42)
+        with pytest.raises(ValueError, match="not valid JSON"):
+            w.add_keras_model("keras", "{oops")
+        with pytest.raises(ValueError, match="JSON object"):
+            w.add_keras_model("keras", "[1, 2]")
+        w.add_keras_model("keras", '{"class_name": "Sequential", "config": {"layers": []}}', 1)
+    [event] = load_run(tmp_path / "run").Tensors("keras")
+    assert event.step == 1
 
 
 def test_bad_callback_arguments_are_refused_by_name(tmp_path: Path) -> None:

@@ -31,7 +31,8 @@ class TensorBoard(keras.callbacks.Callback):
     the same runs through plugboard's ``SummaryWriter``: ``<log_dir>/train`` and
     ``<log_dir>/validation`` with ``epoch_<metric>`` per epoch (``epoch_learning_rate`` too),
     ``batch_<metric>`` every ``update_freq`` batches when it is ``"batch"`` or an int,
-    ``evaluation_<metric>_vs_iterations`` after each validation, weight histograms
+    ``evaluation_<metric>_vs_iterations`` after each validation, with ``write_graph`` the
+    model's config (tag ``keras``) that TensorBoard's GRAPHS tab draws, weight histograms
     (``<weight path>/histogram``) every ``histogram_freq`` epochs and, with ``write_images``,
     1-D and 2-D weights as images. ``write_steps_per_second`` logs ``*_steps_per_second``.
     ``sinks`` (keyword only) chooses the writers' sinks, e.g. ``["tfevents", "mlflow"]``.
@@ -42,6 +43,7 @@ class TensorBoard(keras.callbacks.Callback):
         self,
         log_dir: str | os.PathLike[str] = "logs",
         histogram_freq: int = 0,
+        write_graph: bool = True,
         write_images: bool = False,
         write_steps_per_second: bool = False,
         update_freq: str | int = "epoch",
@@ -54,6 +56,7 @@ class TensorBoard(keras.callbacks.Callback):
             raise TypeError(f"log_dir must be a str or os.PathLike, got {type(log_dir).__name__}")
         self.log_dir = os.fspath(log_dir)
         self.histogram_freq = check_int(histogram_freq, "histogram_freq", minimum=0)
+        self.write_graph = bool(write_graph)
         self.write_images = bool(write_images)
         self.write_steps_per_second = bool(write_steps_per_second)
         self.update_freq = "epoch" if update_freq == "epoch" else update_freq
@@ -109,6 +112,8 @@ class TensorBoard(keras.callbacks.Callback):
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         self._train_batch = 0
+        if self.write_graph and type(self.model).__name__ in ("Functional", "Sequential"):
+            self._writer("train").add_keras_model("keras", self.model, 0)
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         self._close_writers()
