@@ -16,6 +16,7 @@ BENCHES = {
     "graph_embedding": "bench_graph_embedding",
     "summary_record": "bench_summary_record",
     "system": "bench_system",
+    "mlflow": "bench_mlflow",
 }
 
 

@@ -121,6 +121,28 @@ def test_sibling_writers_share_one_sqlite_store_given_by_uri(
     assert list((tmp_path / "runs" / "keras" / "artifacts").rglob("step_00000002.txt"))
 
 
+def test_values_still_queued_at_interpreter_exit_reach_mlflow(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from plugboard import SummaryWriter\n"
+        "w = SummaryWriter(sys.argv[1], sinks=['mlflow'])\n"
+        "for i in range(2500):\n"
+        "    w.add_scalar('x', float(i), i)\n"  # no flush, no close
+    )
+    log_dir = tmp_path / "exp" / "run"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(log_dir)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    client = _client(log_dir)
+    [run] = _runs(client, "exp").values()
+    assert run.info.status == "FINISHED"
+    assert _history(client, run, "x") == [(i, float(i)) for i in range(2500)]
+
+
 def test_failed_logging_is_raised_by_flush(tmp_path: Path) -> None:
     w = SummaryWriter(tmp_path / "exp" / "run", sinks=["mlflow"])
     w.add_hparams({"lr": 0.1}, {}, own_run=True)
