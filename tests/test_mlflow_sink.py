@@ -143,14 +143,20 @@ def test_values_still_queued_at_interpreter_exit_reach_mlflow(tmp_path: Path) ->
     assert _history(client, run, "x") == [(i, float(i)) for i in range(2500)]
 
 
-def test_failed_logging_is_raised_by_flush(tmp_path: Path) -> None:
-    w = SummaryWriter(tmp_path / "exp" / "run", sinks=["mlflow"])
+def test_failed_logging_is_raised_by_flush_and_loses_no_other_kind(tmp_path: Path) -> None:
+    log_dir = tmp_path / "exp" / "run"
+    w = SummaryWriter(log_dir, sinks=["mlflow"])
     w.add_hparams({"lr": 0.1}, {}, own_run=True)
     w.flush()
     w.add_hparams({"lr": 0.2}, {}, own_run=True)  # MLflow refuses to change a logged param
+    w.add_scalar("loss", 1.5, 7)  # queued in the same batch
     with pytest.raises(OSError, match="mlflow sink failed"):
         w.flush()
     w.close()
+    client = _client(log_dir)
+    [run] = _runs(client, "exp").values()
+    assert run.data.params == {"lr": "0.1"}
+    assert _history(client, run, "loss") == [(7, 1.5)]
 
 
 def test_mlflow_sink_refuses_a_remote_log_dir_without_a_tracking_uri() -> None:

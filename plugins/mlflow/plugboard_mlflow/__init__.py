@@ -36,7 +36,7 @@ SEND_AT = 1000
 MAX_SEND_SECS = 10.0
 #: Longest ``flush``/``close``/a full queue waits for the sender, in seconds.
 WAIT_SECS = 120.0
-_METRICS_PER_BATCH = 900  # MLflow takes 1000 entities a batch; params share it
+_METRICS_PER_BATCH = 1000  # MLflow's most entities in one log_batch
 _PARAMS_PER_BATCH = 100
 
 _BAD_KEY = re.compile(r"[^\w\-. /:]")
@@ -338,14 +338,21 @@ class MlflowSink:
                 self._cond.notify_all()
 
     def _send(self, items: list[Any]) -> None:
+        """Send metrics, params and files in separate calls: one failing loses no other kind.
+        The first error is raised after everything else was sent."""
         from mlflow.entities import Metric, Param
 
+        errors: list[Exception] = []
         metrics: list[Any] = []
         params: dict[str, str] = {}
         files: list[tuple[str, bytes]] = []
         for item in items:
             if type(item) is Deferred:
-                item = item()
+                try:
+                    item = item()
+                except Exception as exc:
+                    errors.append(exc)
+                    continue
             what = item[0]
             if what == "metric":
                 metrics.append(Metric(item[1], item[2], item[3], item[4]))
@@ -353,23 +360,28 @@ class MlflowSink:
                 params.update((k, v) for k, v in item[1].items() if self._params.get(k) != v)
             elif what == "file":
                 files.append((item[1], item[2]))
+        for start in range(0, len(metrics), _METRICS_PER_BATCH):
+            try:
+                self.client.log_batch(
+                    self.run_id, metrics=metrics[start : start + _METRICS_PER_BATCH]
+                )
+            except Exception as exc:
+                errors.append(exc)
         param_list = [Param(k, v) for k, v in params.items()]
-        m_chunks = [
-            metrics[i : i + _METRICS_PER_BATCH] for i in range(0, len(metrics), _METRICS_PER_BATCH)
-        ]
-        p_chunks = [
-            param_list[i : i + _PARAMS_PER_BATCH]
-            for i in range(0, len(param_list), _PARAMS_PER_BATCH)
-        ]
-        for i in range(max(len(m_chunks), len(p_chunks))):
-            self.client.log_batch(
-                self.run_id,
-                metrics=m_chunks[i] if i < len(m_chunks) else [],
-                params=p_chunks[i] if i < len(p_chunks) else [],
-            )
-        self._params.update(params)
+        for start in range(0, len(param_list), _PARAMS_PER_BATCH):
+            chunk = param_list[start : start + _PARAMS_PER_BATCH]
+            try:
+                self.client.log_batch(self.run_id, params=chunk)
+                self._params.update((p.key, p.value) for p in chunk)
+            except Exception as exc:
+                errors.append(exc)
         if files:
-            self._upload(files)
+            try:
+                self._upload(files)
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
 
     def _upload(self, files: list[tuple[str, bytes]]) -> None:
         import tempfile
