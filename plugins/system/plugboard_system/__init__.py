@@ -169,7 +169,7 @@ class SystemMetrics:
             self._stats[name] = stat
         return stat
 
-    def sample(self) -> dict[str, float]:
+    def _sample(self) -> dict[str, float]:
         """Take one sample now and add it to the Stats; returns ``{stat name: value}``."""
         values: dict[str, float] = {}
         for sampler in self._samplers:
@@ -191,7 +191,7 @@ class SystemMetrics:
         while True:
             started = time.thread_time()
             try:
-                self.sample()
+                self._sample()
             except Exception as exc:  # keep sampling; stop() raises the first error
                 if self._error is None:
                     self._error = exc
