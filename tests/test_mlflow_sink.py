@@ -152,9 +152,12 @@ def test_failed_logging_is_raised_by_flush_and_loses_no_other_kind(tmp_path: Pat
     w.add_scalar("loss", 1.5, 7)  # queued in the same batch
     with pytest.raises(OSError, match="mlflow sink failed"):
         w.flush()
-    w.close()
+    w.add_hparams({"lr": 0.3}, {}, own_run=True)
+    with pytest.raises(OSError, match="mlflow sink failed"):
+        w.close()  # still ends the run
     client = _client(log_dir)
     [run] = _runs(client, "exp").values()
+    assert run.info.status == "FAILED"
     assert run.data.params == {"lr": "0.1"}
     assert _history(client, run, "loss") == [(7, 1.5)]
 

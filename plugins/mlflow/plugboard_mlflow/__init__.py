@@ -12,8 +12,10 @@ experiment is named after the log dir's parent directory (``runs``), the run aft
 Logging never waits for MLflow: values are queued and a background thread sends them in
 ``log_batch`` calls every ``flush_secs`` (10 s at most) or as soon as 1000 are waiting;
 ``flush()`` returns once everything queued is stored. An error while sending is raised as an
-``OSError`` by the next ``write``, ``flush`` or ``close``. Kinds other than scalar, hparams,
-text, image (figures are images) and audio get the writer's once-only "cannot encode" warning.
+``OSError`` by the next ``write``, ``flush`` or ``close``. A run whose last values could not be
+sent ends as ``FAILED``. Kinds other than scalar, hparams (given as values, not as ready
+``HParamsPluginData``), text, image (figures are images) and audio get the writer's once-only
+"cannot encode" warning.
 Needs ``pip install plugboard[mlflow]``; mlflow is imported when a writer opens this sink.
 """
 
@@ -289,17 +291,24 @@ class MlflowSink:
         with self._cond:
             if self._closing:
                 return
+        error: Exception | None = None
         try:
             self.flush()
-        finally:
-            with self._cond:
-                self._closing = True
-                self._cond.notify_all()
-            self._thread.join(WAIT_SECS)
-            with _open_lock:
-                if _open.get(self.key) is self:
-                    del _open[self.key]
-        self.client.set_terminated(self.run_id, "FINISHED")
+        except Exception as exc:  # still stop the thread and end the run, then raise it
+            error = exc
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        self._thread.join(WAIT_SECS)
+        with _open_lock:
+            if _open.get(self.key) is self:
+                del _open[self.key]
+        try:
+            self.client.set_terminated(self.run_id, "FINISHED" if error is None else "FAILED")
+        except Exception as exc:
+            error = error or OSError(f"mlflow sink could not end run {self.run_id}: {exc}")
+        if error is not None:
+            raise error
 
     def abandon(self) -> None:
         """In a forked child: forget what is queued (the parent sends it)."""
