@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from typing import Any
 
 import keras
@@ -113,7 +114,16 @@ class TensorBoard(keras.callbacks.Callback):
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         self._train_batch = 0
         if self.write_graph and type(self.model).__name__ in ("Functional", "Sequential"):
-            self._writer("train").add_keras_model("keras", self.model, 0)
+            try:
+                config = self.model.to_json()
+            except Exception as exc:  # as Keras: a model that cannot serialize trains on
+                warnings.warn(
+                    f"the model's config could not be serialized ({exc!r}); no graph is written",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            else:
+                self._writer("train").add_keras_model("keras", config, 0)
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         self._close_writers()
