@@ -41,6 +41,13 @@ def test_local_store_holds_metrics_params_and_artifacts_inside_the_log_dir(
     monkeypatch.chdir(tmp_path)
     log_dir = Path("runs") / "exp1"
     pixels = np.random.default_rng(0).integers(0, 255, (3, 5, 7), dtype=np.uint8)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(2, 1), dpi=50)
+    figure.add_subplot().plot([0, 1], [1, 0])
     with SummaryWriter(log_dir, sinks=["tfevents", "mlflow"]) as w:
         for step in range(5):
             w.add_scalar("loss/train", 1.0 / (step + 1), step)
@@ -49,6 +56,8 @@ def test_local_store_holds_metrics_params_and_artifacts_inside_the_log_dir(
         w.add_text("notes", "hello mlflow", 2)
         w.add_image("sample", pixels, 4)
         w.add_hparams({"lr": 0.1, "opt": "adam"}, {"hp/acc": 0.9}, run_name="trial")
+        w.add_figure("fig", figure, 5)
+        w.add_audio("tone", np.sin(np.arange(800) / 5.0), 6, sample_rate=8000)
     assert sorted(os.listdir(tmp_path)) == ["runs"]  # nothing written outside the log dir
     assert sorted(os.listdir(tmp_path / "runs")) == ["exp1"]
 
@@ -74,6 +83,13 @@ def test_local_store_holds_metrics_params_and_artifacts_inside_the_log_dir(
     from PIL import Image
 
     np.testing.assert_array_equal(np.asarray(Image.open(png)), pixels.transpose(1, 2, 0))
+    fig_png = client.download_artifacts(main.info.run_id, "images/fig/step_00000005.png", str(out))
+    assert Image.open(fig_png).size == (100, 50)
+    wav = client.download_artifacts(main.info.run_id, "audio/tone/step_00000006.wav", str(out))
+    import soundfile
+
+    samples, rate = soundfile.read(wav)
+    assert rate == 8000 and len(samples) == 800
     # the TensorBoard sink got the same scalars
     assert [e.value for e in load_run(tmp_path / log_dir).Scalars("loss/train")][
         -1
