@@ -96,7 +96,10 @@ def test_local_store_holds_metrics_params_and_artifacts_inside_the_log_dir(
     ] == pytest.approx(0.2)
 
 
-def test_reopened_writer_continues_its_run_and_params_attach_with_own_run(tmp_path: Path) -> None:
+def test_reopened_writer_continues_its_run_and_params_attach_with_own_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "tuning")
     log_dir = tmp_path / "exp" / "run1"
     w = SummaryWriter(log_dir, sinks=["mlflow"])
     w.add_hparams({"lr": 0.01, "layers": 2}, {"loss": None}, own_run=True)
@@ -105,7 +108,7 @@ def test_reopened_writer_continues_its_run_and_params_attach_with_own_run(tmp_pa
     w.add_scalar("loss", 2.0, 1)  # opens the sink again: the same MLflow run
     w.close()
     client = _client(log_dir)
-    runs = _runs(client, "exp")
+    runs = _runs(client, "tuning")  # MLFLOW_EXPERIMENT_NAME, else the parent dir's name
     assert list(runs) == ["run1"]
     assert runs["run1"].data.params == {"lr": "0.01", "layers": "2.0"}
     assert _history(client, runs["run1"], "loss") == [(0, 3.0), (1, 2.0)]

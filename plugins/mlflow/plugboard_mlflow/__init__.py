@@ -5,8 +5,8 @@ inside the log dir (``runs/exp1/mlflow/mlflow.db``, artifacts in ``runs/exp1/mlf
 so nothing is written elsewhere; ``sinks=["tfevents", "mlflow+http://127.0.0.1:5000"]`` (any
 MLflow tracking URI after ``mlflow+``) logs to that tracking server or store instead (a
 ``sqlite:///`` store keeps new experiments' artifacts in ``artifacts/`` beside it). The
-experiment is named after the log dir's parent directory (``runs``), the run after the log dir
-(``exp1``); a writer that re-opens after ``close()`` continues its run. Sub-runs of the writer
+experiment is named after the log dir's parent directory (``runs``) unless
+``MLFLOW_EXPERIMENT_NAME`` names one, the run after the log dir (``exp1``); a writer that re-opens after ``close()`` continues its run. Sub-runs of the writer
 (``add_scalars`` keys, ``add_hparams`` trials) become nested runs named by their relative path.
 
 Logging never waits for MLflow: values are queued and a background thread sends them in
@@ -198,6 +198,7 @@ class MlflowSink:
                     self.tracking_uri, artifacts = _local_store(options.log_dir)
                 self.client = MlflowClient(self.tracking_uri)
                 experiment, run_name = _names(writer_dir)
+                experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or experiment
                 self.experiment_id = self._experiment(experiment, artifacts)
                 parent_run = None
             self.run_id = self._run(run_name, parent_run)
