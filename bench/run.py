@@ -15,6 +15,8 @@ BENCHES = {
     "image": "bench_image",
     "graph_embedding": "bench_graph_embedding",
     "summary_record": "bench_summary_record",
+    "system": "bench_system",
+    "mlflow": "bench_mlflow",
 }
 
 

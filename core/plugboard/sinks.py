@@ -12,7 +12,9 @@ class SinkOptions:
     """Everything a sink factory is told when a writer opens it.
 
     ``log_dir`` is the run directory (a local path or an fsspec URL). The queueing options carry
-    the writer's constructor arguments; ``extra`` holds face- or sink-specific options.
+    the writer's constructor arguments; ``extra`` holds face- or sink-specific options (a
+    SummaryWriter sets ``"sink"``, the entry of ``sinks=`` that chose this sink, and
+    ``"writer_log_dir"``, its own log_dir, which differs from ``log_dir`` for a sink given a URL).
     """
 
     log_dir: str

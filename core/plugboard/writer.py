@@ -177,7 +177,7 @@ class SummaryWriter:
                         flush_secs=self.flush_secs,
                         filename_suffix=self.filename_suffix,
                         purge_step=self.purge_step,
-                        extra={"sink": target.text},
+                        extra={"sink": target.text, "writer_log_dir": self._dir},
                     )
                     try:
                         opened.append((target.spec.name, target.spec.open(options)))

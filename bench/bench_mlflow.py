@@ -1,0 +1,130 @@
+"""Logging scalars to MLflow: plugboard's mlflow sink next to MLflow's own API, in one process.
+
+Each case logs ``N`` scalars to a fresh local sqlite store and is timed end to end (until
+everything is stored); the caller's time per value is also shown for the sink, whose sending
+happens on a background thread. References: ``MlflowClient.log_metric`` (one store call per
+value, what most training loops do), ``mlflow.log_metric(..., synchronous=False)`` (MLflow's
+async queue) and one ``MlflowClient.log_batch`` per 900 values (the floor). Alternating repeats;
+medians; ratio = reference time / plugboard time.
+Run ``python bench/bench_mlflow.py [--n 2000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+
+from common import fresh_dir, print_table
+
+REPEATS = 3
+
+
+def _store(root: str) -> tuple[str, str]:
+    from mlflow.tracking import MlflowClient
+
+    uri = "sqlite:///" + os.path.join(root, "mlflow.db")
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("bench", artifact_location=f"file://{root}/artifacts")
+    return uri, str(experiment)
+
+
+def plugboard_sink(n: int) -> tuple[float, float]:
+    """(end-to-end us per value, caller us per value) through SummaryWriter(sinks=['mlflow'])."""
+    from plugboard import SummaryWriter
+
+    root = fresh_dir("mlflow")
+    try:
+        writer = SummaryWriter(os.path.join(root, "runs", "exp"), sinks=["mlflow"])
+        writer.flush()  # the store exists before timing, as in the references
+        t0 = time.perf_counter()
+        for i in range(n):
+            writer.add_scalar("loss", 1.0 / (i + 1), i)
+        caller = time.perf_counter() - t0
+        writer.close()
+        total = time.perf_counter() - t0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return total / n * 1e6, caller / n * 1e6
+
+
+def _reference(body: Callable[[str, str, int], None], n: int) -> float:
+    root = fresh_dir("mlflow-ref")
+    try:
+        uri, experiment = _store(root)
+        t0 = time.perf_counter()
+        body(uri, experiment, n)
+        total = time.perf_counter() - t0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return total / n * 1e6
+
+
+def client_log_metric(uri: str, experiment: str, n: int) -> None:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    run = client.create_run(experiment).info.run_id
+    for i in range(n):
+        client.log_metric(run, "loss", 1.0 / (i + 1), step=i)
+    client.set_terminated(run)
+
+
+def fluent_async(uri: str, experiment: str, n: int) -> None:
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    with mlflow.start_run(experiment_id=experiment):
+        for i in range(n):
+            mlflow.log_metric("loss", 1.0 / (i + 1), step=i, synchronous=False)
+        mlflow.flush_async_logging()
+
+
+def client_log_batch(uri: str, experiment: str, n: int) -> None:
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    run = client.create_run(experiment).info.run_id
+    now = int(time.time() * 1000)
+    metrics = [Metric("loss", 1.0 / (i + 1), now, i) for i in range(n)]
+    for start in range(0, n, 900):
+        client.log_batch(run, metrics=metrics[start : start + 900])
+    client.set_terminated(run)
+
+
+def main() -> dict[str, float]:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=2000)
+    args = parser.parse_args()
+    n = args.n
+    import logging
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    ours: list[tuple[float, float]] = []
+    refs: dict[str, list[float]] = {"log_metric": [], "async": [], "log_batch": []}
+    for _ in range(REPEATS):
+        ours.append(plugboard_sink(n))
+        refs["log_metric"].append(_reference(client_log_metric, n))
+        refs["async"].append(_reference(fluent_async, n))
+        refs["log_batch"].append(_reference(client_log_batch, n))
+    total = statistics.median(o[0] for o in ours)
+    caller = statistics.median(o[1] for o in ours)
+    med = {k: statistics.median(v) for k, v in refs.items()}
+    print_table(
+        f"{n} scalars to a local MLflow sqlite store, us per value (end to end)",
+        [
+            ("sink vs MlflowClient.log_metric per value", total, med["log_metric"]),
+            ("sink vs mlflow.log_metric(synchronous=False)", total, med["async"]),
+            ("sink vs MlflowClient.log_batch of 900 (floor)", total, med["log_batch"]),
+            ("sink, caller's time only (add_scalar)", caller, None),
+        ],
+    )
+    return {"sink_us": total, "caller_us": caller, **{f"{k}_us": v for k, v in med.items()}}
+
+
+if __name__ == "__main__":
+    main()
