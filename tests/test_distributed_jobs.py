@@ -93,13 +93,28 @@ def two_ranks(rank: int, world: int, root: str) -> dict[str, Any]:
             Logging(lw), num_workers=2, multiprocessing_context="fork"
         )
         out["batches"] = sum(int(b) for b in loader)
-    dist.destroy_process_group()
+
+    from plugboard.distributed import RankSyncError
+
+    t = SummaryWriter(os.path.join(root, "hung"), reduce="sum", sync_timeout=3.0)
+    t.add_scalar("x", 1.0, 0)
+    t.sync()  # both ranks reach this one
+    if rank == 1:
+        time.sleep(6.0)  # alive, but never reaches the next sync
+        return out
+    start = time.monotonic()
+    try:
+        t.sync()
+    except RankSyncError as exc:
+        out["hung"] = (str(exc), time.monotonic() - start)
     return out
 
 
 def test_two_ranks_reduce_stat_sub_runs_workers(tmp_path: Path) -> None:
     res = run_job(two_ranks, 2, str(tmp_path))
     assert sorted(res) == [0, 1]
+    message, waited = res[0]["hung"]  # rank 1 stopped syncing: an error after the timeout
+    assert "sync_timeout" in message and 3.0 <= waited < 3.0 + 5.0
     for rank in (0, 1):  # bad input raises on every rank, the writing one or not
         assert res[rank]["errors"] == ["TypeError"] * 4
         assert res[rank]["batches"] == 6

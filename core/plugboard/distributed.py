@@ -7,11 +7,12 @@ Two parts, both used by :class:`~plugboard.SummaryWriter`:
   into which sub-run, with which tag suffix.
 - :class:`RankSync` buffers values to be reduced across ranks and, at :meth:`RankSync.run` (a point
   every rank reaches: the writer's ``sync()``, ``flush()`` or ``close()``), reduces all of them
-  with ONE ``all_gather`` of a packed float64 tensor on a dedicated process group that has a
-  timeout. The slot layout is agreed once and cached; only when some rank logged a key the layout
-  lacks do the ranks first exchange their key sets (``all_gather_object``), so ranks that logged
-  different tags, steps or counts are still reduced correctly. torch is imported only here, and
-  only when a sync actually runs.
+  at once on a dedicated process group that has a timeout: a one-number ``all_reduce`` (does
+  every rank's data fit the cached slot layout?) and one ``gather`` of a packed float64 tensor
+  to rank 0, whatever the number of values. Only when some rank logged a key the layout lacks do
+  the ranks also exchange their key sets (``all_gather_object``), so ranks that logged different
+  tags, steps or counts are still reduced correctly. torch is imported only here, and only when
+  a sync actually runs.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def check_timeout(timeout: Any) -> float:
     return float(timeout)
 
 
-_groups: dict[float, Any] = {}
+_groups: dict[float, tuple[Any, Any]] = {}  # timeout -> (the default group it was made in, group)
 _groups_lock = threading.Lock()
 
 
@@ -117,19 +118,22 @@ def _process_group(timeout: float) -> tuple[Any, Any, Any]:
     import torch.distributed as dist
 
     with _groups_lock:
-        group = _groups.get(timeout)
-        if group is None:
+        world, group = _groups.get(timeout, (None, None))
+        if group is None or world is not dist.group.WORLD:  # none yet, or made before a re-init
             backend = "gloo" if dist.is_gloo_available() else None
             group = dist.new_group(backend=backend, timeout=timedelta(seconds=timeout))
-            _groups[timeout] = group
+            _groups[timeout] = (dist.group.WORLD, group)
     device = torch.device("cpu")
     if dist.get_backend(group) == "nccl":  # no gloo in this build: tensors live on the GPU
         device = torch.device("cuda", torch.cuda.current_device())
     return dist, group, device
 
 
-def _world() -> int:
-    """Ranks to reduce over: the process group's size, 1 when there is none and no launcher."""
+def _world(pending: bool) -> int:
+    """Ranks to reduce over: the process group's size, 1 when there is none and no launcher.
+
+    Without a process group a rank with ``pending`` values in a multi-rank job is an error.
+    """
     import sys
 
     dist = sys.modules.get("torch.distributed")
@@ -138,7 +142,7 @@ def _world() -> int:
     if dist is not None and dist.is_available() and dist.is_initialized():
         return int(dist.get_world_size())
     info = _ranks.from_environment()
-    if info is not None and info.world_size > 1:
+    if pending and info is not None and info.world_size > 1:
         raise RankSyncError(
             f"values are to be reduced across {info.world_size} ranks ({info.source} says so) but "
             "torch.distributed has no process group: call torch.distributed.init_process_group() "
@@ -157,6 +161,7 @@ class RankSync:
         self._rows: dict[Key, dict[int | None, list[float]]] = {}
         self._layout: list[tuple[Key, int]] = []  # slot -> (key, j-th step of that key)
         self._broken: str | None = None
+        self.closed = False  # set by the writer's close(); a later add clears it
 
     def op_for(self, tag: str) -> str | None:
         """The op that reduces ``tag``, or None when ``tag`` is written as is."""
@@ -166,6 +171,7 @@ class RankSync:
         self, kind: str, tag: str, op: str, step: int | None, value: float, wall: float
     ) -> None:
         """Accumulate one value of ``(kind, tag)`` at ``step`` on this rank."""
+        self.closed = False
         with self._lock:
             steps = self._rows.get((kind, tag, op))
             if steps is None:
@@ -190,6 +196,7 @@ class RankSync:
         get = fields.get
         row = [1.0, float(step), get("count", _NAN), get("sum", _NAN), get("min", _NAN),
                get("max", _NAN), get("value", _NAN), get("mean", _NAN), wall]  # fmt: skip
+        self.closed = False
         with self._lock:
             self._rows.setdefault(("scalar", name, STAT), {})[step] = row
 
@@ -206,9 +213,11 @@ class RankSync:
             for key, steps in taken.items()
             for j, (_, row) in enumerate(sorted(steps.items(), key=_step_order))
         ]
+        if _ranks.in_dataloader_worker():  # a forked copy of a rank: never a collective
+            return []
         if self._broken is not None:
             raise RankSyncError(self._broken)
-        world = _world()
+        world = _world(bool(local))
         if world == 1:
             return _combine({(key, j): [(0, row)] for key, j, row in local})
         try:
@@ -227,11 +236,20 @@ class RankSync:
     def _exchange(
         self, local: list[tuple[Key, int, list[float]]], world: int
     ) -> dict[tuple[Key, int], list[tuple[int, list[float]]]]:
+        """Rank 0's rows of every rank by slot (``{}`` on other ranks): two small collectives.
+
+        A one-number ``all_reduce`` tells every rank whether all rows fit the cached layout;
+        if not, the ranks exchange their key counts and agree on a new one. Then one ``gather``
+        brings the packed rows to rank 0, the only rank that writes reduced values.
+        """
+        import torch
+
         dist, group, device = _process_group(self.timeout)
         index = {slot: i for i, slot in enumerate(self._layout)}
         fits = all((key, j) in index for key, j, _ in local)
-        gathered = self._gather(dist, group, device, world, index if fits else {}, local, fits)
-        if not all(g[0] == 1.0 for g in gathered):
+        flag = torch.tensor([1.0 if fits else 0.0], dtype=torch.float64, device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN, group=group)
+        if flag.item() != 1.0:
             counts: dict[Key, int] = {}
             for key, j, _ in local:
                 counts[key] = max(counts.get(key, 0), j + 1)
@@ -243,37 +261,24 @@ class RankSync:
                     union[key] = max(union.get(key, 0), n)
             self._layout = [(key, j) for key in sorted(union) for j in range(union[key])]
             index = {slot: i for i, slot in enumerate(self._layout)}
-            gathered = self._gather(dist, group, device, world, index, local, True)
+        if not self._layout:
+            return {}
+        packet = [0.0] * (len(self._layout) * _FIELDS)
+        for key, j, row in local:
+            at = index[(key, j)] * _FIELDS
+            packet[at : at + _FIELDS] = row
+        mine = torch.tensor(packet, dtype=torch.float64, device=device)
+        root = dist.get_rank(group) == 0
+        out = [torch.empty_like(mine) for _ in range(world)] if root else None
+        dist.gather(mine, out, dst=0, group=group)  # the group holds every rank: 0 is 0
         per_slot: dict[tuple[Key, int], list[tuple[int, list[float]]]] = {}
-        for rank, packet in enumerate(gathered):
+        for rank, tensor in enumerate(out or ()):
+            values = tensor.tolist()
             for i, slot in enumerate(self._layout):
-                row = packet[1 + i * _FIELDS : 1 + (i + 1) * _FIELDS]
+                row = values[i * _FIELDS : (i + 1) * _FIELDS]
                 if row[_USED] == 1.0:
                     per_slot.setdefault(slot, []).append((rank, row))
         return per_slot
-
-    def _gather(
-        self,
-        dist: Any,
-        group: Any,
-        device: Any,
-        world: int,
-        index: dict[tuple[Key, int], int],
-        local: list[tuple[Key, int, list[float]]],
-        fits: bool,
-    ) -> list[list[float]]:
-        import torch
-
-        packet = [0.0] * (1 + len(self._layout) * _FIELDS)
-        packet[0] = 1.0 if fits else 0.0
-        if fits:
-            for key, j, row in local:
-                at = 1 + index[(key, j)] * _FIELDS
-                packet[at : at + _FIELDS] = row
-        mine = torch.tensor(packet, dtype=torch.float64, device=device)
-        out = [torch.empty_like(mine) for _ in range(world)]
-        dist.all_gather(out, mine, group=group)
-        return [t.tolist() for t in out]
 
 
 def _step_order(item: tuple[int | None, list[float]]) -> tuple[int, int]:

@@ -279,9 +279,13 @@ class SummaryWriter:
 
     def close(self) -> None:
         """Flush and close every file; idempotent. ``add_*`` afterwards opens new files."""
+        sync = self._rank_sync
         try:
-            self.sync()
+            if sync is not None and not sync.closed:  # a second close() is no collective
+                self.sync()
         finally:
+            if sync is not None:
+                sync.closed = True
             self._close()
 
     def _close(self) -> None:
