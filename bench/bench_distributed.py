@@ -30,7 +30,6 @@ def _steps(mode: str, rank: int, root: str) -> float:
     """Seconds per step of one round of ``mode`` on this rank."""
     import torch
     import torch.distributed as dist
-
     from plugboard import SummaryWriter
 
     x = torch.ones(64)
@@ -79,7 +78,9 @@ def _silent_add_ns(root: str) -> float:
 
 
 def _rank(rank: int, port: int, root: str, results: Any) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(WORLD))
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(WORLD)
+    )
     import torch
     import torch.distributed as dist
 
@@ -127,7 +128,9 @@ def run(timeout: float = 540.0) -> tuple[dict[str, float], float]:
 def main() -> None:
     medians, silent_ns = run()
     base = medians["none"]
-    print(f"\n## {WORLD} gloo ranks, {STEPS} steps, {VALUES} scalars/step reduced (median of {ROUNDS} rounds, rank 0)")
+    print(
+        f"\n## {WORLD} gloo ranks, {STEPS} steps, {VALUES} scalars/step reduced (median of {ROUNDS} rounds, rank 0)"
+    )
     print(f"{'mode':44s} {'step time':>12s} {'overhead':>12s}")
     for mode, label in [
         ("none", "no logging"),

@@ -13,10 +13,9 @@ import time
 
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel
-
 from plugboard import Aggregation, Stat, SummaryWriter, TensorboardEventHandler
 from plugboard.monitor import register_event_handler
+from torch.nn.parallel import DistributedDataParallel
 
 
 def main() -> None:

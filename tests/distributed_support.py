@@ -24,7 +24,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _worker(fn: Callable[..., Any], rank: int, world: int, port: int, args: tuple[Any, ...], results: Any) -> None:
+def _worker(
+    fn: Callable[..., Any], rank: int, world: int, port: int, args: tuple[Any, ...], results: Any
+) -> None:
     os.environ.update(
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(port),
@@ -45,7 +47,9 @@ def _worker(fn: Callable[..., Any], rank: int, world: int, port: int, args: tupl
         os._exit(0)  # no teardown that could wait on a rank that is gone
 
 
-def run_job(fn: Callable[..., Any], world: int, *args: Any, timeout: float = 90.0) -> dict[int, Any]:
+def run_job(
+    fn: Callable[..., Any], world: int, *args: Any, timeout: float = 90.0
+) -> dict[int, Any]:
     """``{rank: result}`` of the ranks that finished; raises if a rank failed with an error."""
     ctx = mp.get_context("spawn")
     results = ctx.Queue()

@@ -24,7 +24,6 @@ def _files(root: Path) -> list[Path]:
 def two_ranks(rank: int, world: int, root: str) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
-
     from plugboard import Aggregation, Stat, SummaryWriter, TensorboardEventHandler
     from plugboard.monitor import register_event_handler, unregister_event_handler
 
@@ -130,7 +129,11 @@ def test_two_ranks_reduce_stat_sub_runs_workers(tmp_path: Path) -> None:
     assert _points(acc, "hi") == [(s, 1.0) for s in range(5)]
     assert _points(acc, "late") == [(3, 7.0)]
     assert _points(acc, "lr") == [(s, pytest.approx(0.1)) for s in range(5)]
-    stat = {tag[len("step_time.") :]: _points(acc, tag) for tag in acc.Tags()["scalars"] if tag.startswith("step_time.")}
+    stat = {
+        tag[len("step_time.") :]: _points(acc, tag)
+        for tag in acc.Tags()["scalars"]
+        if tag.startswith("step_time.")
+    }
     assert stat == {
         "mean": [(0, 2.75)], "count": [(0, 4.0)], "sum": [(0, 11.0)], "max": [(0, 5.0)],
         "min": [(0, 1.0)], "value": [(0, 5.0)], "slowest_rank": [(0, 1.0)],

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import load_run
-
 from plugboard import SummaryRecord, SummaryWriter
 from plugboard.distributed import RankSyncError
 
@@ -26,7 +25,9 @@ def rank_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOCAL_RANK", "1")
 
 
-def test_non_zero_rank_validates_every_call_and_creates_nothing(tmp_path: Path, rank_one: None) -> None:
+def test_non_zero_rank_validates_every_call_and_creates_nothing(
+    tmp_path: Path, rank_one: None
+) -> None:
     run = tmp_path / "run"
     w = SummaryWriter(run)
     assert not w.writes

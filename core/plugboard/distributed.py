@@ -82,7 +82,9 @@ def check_reduce(reduce: Any) -> tuple[str | None, dict[str, str]]:
     """Validate ``reduce=``: an op for every scalar, or ``{tag: op}`` (``"*"``: every other tag)."""
     if isinstance(reduce, str):
         if reduce not in REDUCE_OPS:
-            raise ValueError(f"reduce must be one of {REDUCE_OPS} or a dict of them, got {reduce!r}")
+            raise ValueError(
+                f"reduce must be one of {REDUCE_OPS} or a dict of them, got {reduce!r}"
+            )
         return reduce, {}
     if not isinstance(reduce, Mapping):
         raise TypeError(

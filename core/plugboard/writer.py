@@ -158,7 +158,9 @@ class SummaryWriter:
         if plan.subdir:
             self.log_dir = self._dir = paths.join(self._dir, plan.subdir)
         if reduce is not None and plan.mode != "zero":
-            raise ValueError(f"reduce= writes one value per step from rank 0: use ranks='zero', not {plan.mode!r}")
+            raise ValueError(
+                f"reduce= writes one value per step from rank 0: use ranks='zero', not {plan.mode!r}"
+            )
         self._sync_timeout = distributed.check_timeout(sync_timeout)
         self._rank_sync = None if reduce is None else distributed.RankSync(reduce, sync_timeout)
         self.purge_step = check_step(purge_step, "purge_step")
