@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import load_run
 from plugboard import SummaryRecord, SummaryWriter
-from plugboard.distributed import RankSyncError
+from plugboard.distributed import STAT, RankSyncError, _combine
 
 
 @pytest.fixture
@@ -79,11 +79,39 @@ def test_bad_rank_options_name_the_argument(tmp_path: Path) -> None:
         SummaryWriter(tmp_path, reduce="mean", sync_timeout="5")  # type: ignore[arg-type]
 
 
-def test_reduction_without_a_process_group_is_a_clear_error(tmp_path: Path, rank_one: None) -> None:
+def test_reduction_without_a_process_group_is_a_clear_error(
+    tmp_path: Path, rank_one: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RANK", "0")  # rank 0 of 2, which writes
     w = SummaryWriter(tmp_path, reduce="mean")
     w.add_scalar("loss", 0.5, 1)
     with pytest.raises(RankSyncError, match="init_process_group"):
         w.sync()
+    monkeypatch.delenv("RANK")  # a single process after all: the queued value is not lost
+    monkeypatch.delenv("WORLD_SIZE")
+    w.close()
+    assert [(s.step, s.value) for s in load_run(tmp_path).Scalars("loss")] == [(1, 0.5)]
+
+
+def test_stat_windows_of_ranks_combine_by_the_aggregations_they_carry() -> None:
+    nan = float("nan")
+
+    def window(rank: int, count: float, mean: float, wall: float) -> tuple[int, list[float]]:
+        # used, step, count, sum, min, max, last, mean, wall (a Stat without SUM/MIN/MAX/VALUE)
+        return rank, [1.0, 0.0, count, nan, nan, nan, nan, mean, wall]
+
+    key = ("scalar", "step_time", STAT)
+    weighted = _combine({(key, 0): [window(0, 3.0, 1.0, 5.0), window(1, 1.0, 5.0, 6.0)]})
+    assert weighted == [
+        ("scalar", "step_time.count", 0, 4.0, 6.0),
+        ("scalar", "step_time.mean", 0, 2.0, 6.0),
+        ("scalar", "step_time.slowest_rank", 0, 1.0, 6.0),
+    ]
+    means_only = _combine({(key, 0): [window(0, nan, 4.0, 5.0), window(1, nan, 2.0, 6.0)]})
+    assert means_only == [
+        ("scalar", "step_time.mean", 0, 3.0, 6.0),
+        ("scalar", "step_time.slowest_rank", 0, 0.0, 6.0),
+    ]
 
 
 def test_single_process_reduces_its_own_values_and_never_imports_torch(tmp_path: Path) -> None:

@@ -49,7 +49,6 @@ class RankPlan:
     """What one writer does on this rank: ``writes`` at all, into ``subdir``, tags + ``suffix``."""
 
     mode: str
-    info: _ranks.RankInfo
     writes: bool
     subdir: str | None = None
     suffix: str = ""
@@ -68,14 +67,14 @@ def plan_ranks(mode: str | None) -> RankPlan:
         mode = "zero"
     if mode not in RANK_MODES:
         raise ValueError(f"ranks must be one of {RANK_MODES}, got {mode!r}")
-    info = _ranks.current()
+    rank = _ranks.current().rank
     if _ranks.in_dataloader_worker():
-        return RankPlan(mode, info, writes=False)
+        return RankPlan(mode, writes=False)
     if mode == "zero":
-        return RankPlan(mode, info, writes=info.rank == 0)
+        return RankPlan(mode, writes=rank == 0)
     if mode == "each":
-        return RankPlan(mode, info, writes=True, subdir=f"rank_{info.rank}")
-    return RankPlan(mode, info, writes=True, suffix=f"/rank_{info.rank}")
+        return RankPlan(mode, writes=True, subdir=f"rank_{rank}")
+    return RankPlan(mode, writes=True, suffix=f"/rank_{rank}")
 
 
 def check_reduce(reduce: Any) -> tuple[str | None, dict[str, str]]:
@@ -202,12 +201,14 @@ class RankSync:
         with self._lock:
             self._rows.setdefault(("scalar", name, STAT), {})[step] = row
 
-    @property
-    def pending(self) -> int:
-        return sum(len(steps) for steps in self._rows.values())
-
     def run(self) -> list[Result]:
         """Reduce every queued value across ranks (collective): the points to write, sorted."""
+        if _ranks.in_dataloader_worker():  # a forked copy of a rank: never a collective
+            self._rows = {}
+            return []
+        if self._broken is not None:
+            raise RankSyncError(self._broken)
+        world = _world(bool(self._rows))  # no process group: the values stay queued
         with self._lock:
             taken, self._rows = self._rows, {}
         local = [
@@ -215,17 +216,10 @@ class RankSync:
             for key, steps in taken.items()
             for j, (_, row) in enumerate(sorted(steps.items(), key=_step_order))
         ]
-        if _ranks.in_dataloader_worker():  # a forked copy of a rank: never a collective
-            return []
-        if self._broken is not None:
-            raise RankSyncError(self._broken)
-        world = _world(bool(local))
         if world == 1:
             return _combine({(key, j): [(0, row)] for key, j, row in local})
         try:
             per_slot = self._exchange(local, world)
-        except RankSyncError:
-            raise
         except Exception as exc:
             self._broken = (
                 f"syncing values across {world} ranks failed ({type(exc).__name__}: {exc}); a rank "

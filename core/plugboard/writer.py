@@ -7,6 +7,7 @@ registered for that (kind, sink) pair.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import socket
@@ -119,7 +120,7 @@ class SummaryWriter:
     ``add_*`` and write nothing), ``"each"`` (sub-run ``rank_<k>/`` per rank) or ``"all"`` (one
     run, tags end in ``/rank_<k>``). ``reduce`` (``"mean"``, ``"sum"``, ``"min"``, ``"max"``, or a
     dict ``{tag: op}`` with ``"*"`` for the rest) makes scalars one value per step for the whole
-    job: they are buffered and reduced across ranks in one collective at :meth:`sync`, which
+    job: they are buffered and reduced across ranks in one batch at :meth:`sync`, which
     :meth:`flush` and :meth:`close` call too; every rank must then call them the same number of
     times. A rank that does not reach them within ``sync_timeout`` seconds gives the others a
     :class:`~plugboard.distributed.RankSyncError`. DataLoader worker processes never write.
@@ -194,7 +195,7 @@ class SummaryWriter:
             if not self._closed or not self._plan.writes:
                 return
             if in_dataloader_worker():
-                self._plan = distributed.RankPlan(self._plan.mode, self._plan.info, writes=False)
+                self._plan = distributed.RankPlan(self._plan.mode, writes=False)
                 self._route_emit()
                 return
             opened: list[tuple[str, Sink]] = []
@@ -255,9 +256,11 @@ class SummaryWriter:
         return self._rank_sync
 
     def sync(self) -> None:
-        """Reduce buffered values across ranks (one collective; every rank must call it) and write.
+        """Reduce the values buffered since the last sync across ranks; rank 0 writes them.
 
-        Without ``reduce=`` (and no cross-rank Stat handler) this does nothing.
+        Every rank must call it (``flush()`` and ``close()`` do): a one-number ``all_reduce`` and
+        one ``gather``, however many values. Without ``reduce=`` (and no cross-rank Stat handler)
+        this does nothing.
         """
         if self._rank_sync is None:
             return
@@ -385,9 +388,7 @@ class SummaryWriter:
                     filename_suffix=self.filename_suffix,
                     sink_errors=self.sink_errors,
                     _targets=[t.for_child(rel) for t in self._targets],
-                    _plan=distributed.RankPlan(
-                        self._plan.mode, self._plan.info, self._plan.writes, None, self._plan.suffix
-                    ),
+                    _plan=dataclasses.replace(self._plan, subdir=None),  # inside this rank's dir
                 )
                 self._children[rel] = child
         return child
