@@ -164,6 +164,8 @@ def four_ranks(rank: int, world: int, root: str) -> dict[str, Any]:
         w.add_scalar("acc", rank / 4, step)
         if step < 10:
             w.sync()  # one collective per step ...
+        else:
+            w.add_scalar("skew", float(rank), step + rank)  # ranks at different steps
     w.flush()  # ... and one for steps 10-19 together
     if rank == 3:
         os._exit(0)  # this rank is gone
@@ -186,6 +188,15 @@ def test_four_ranks_one_point_per_step_and_a_gone_rank_errors(tmp_path: Path) ->
     acc = load_run(tmp_path)
     assert _points(acc, "loss") == [(s, pytest.approx(1.5 * s)) for s in range(20)]
     assert _points(acc, "acc") == [(s, 0.375) for s in range(20)]
+    skew = [
+        (
+            s,
+            sum(r for r in range(4) if 10 <= s - r <= 19)
+            / sum(1 for r in range(4) if 10 <= s - r <= 19),
+        )
+        for s in range(10, 23)
+    ]
+    assert _points(acc, "skew") == [(s, pytest.approx(v)) for s, v in skew]
 
 
 # keep ruff from flagging the unused import needed by spawned children
