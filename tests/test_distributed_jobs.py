@@ -96,10 +96,15 @@ def two_ranks(rank: int, world: int, root: str) -> dict[str, Any]:
     from plugboard.distributed import RankSyncError
 
     t = SummaryWriter(os.path.join(root, "hung"), reduce="sum", sync_timeout=3.0)
+    other = SummaryWriter(os.path.join(root, "other"), reduce="sum", sync_timeout=3.0)
     t.add_scalar("x", 1.0, 0)
     t.sync()  # both ranks reach this one
     if rank == 1:
-        time.sleep(6.0)  # alive, but never reaches the next sync
+        try:
+            other.sync()  # the wrong writer: rank 0 syncs ``t``
+        except RankSyncError as exc:
+            out["mismatch"] = str(exc)
+        time.sleep(6.0)  # alive, but never reaches t's sync
         return out
     start = time.monotonic()
     try:
@@ -114,6 +119,7 @@ def test_two_ranks_reduce_stat_sub_runs_workers(tmp_path: Path) -> None:
     assert sorted(res) == [0, 1]
     message, waited = res[0]["hung"]  # rank 1 stopped syncing: an error after the timeout
     assert "sync_timeout" in message and 3.0 <= waited < 3.0 + 5.0
+    assert "synced different writers" in res[1]["mismatch"]
     for rank in (0, 1):  # bad input raises on every rank, the writing one or not
         assert res[rank]["errors"] == ["TypeError"] * 4
         assert res[rank]["batches"] == 6

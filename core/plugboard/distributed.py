@@ -17,6 +17,7 @@ Two parts, both used by :class:`~plugboard.SummaryWriter`:
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from collections.abc import Mapping
@@ -107,6 +108,7 @@ def check_timeout(timeout: Any) -> float:
     return float(timeout)
 
 
+_serials = itertools.count()  # RankSyncs in creation order: the same on every rank of SPMD code
 _groups: dict[float, tuple[Any, Any]] = {}  # timeout -> (the default group it was made in, group)
 _groups_lock = threading.Lock()
 
@@ -162,6 +164,7 @@ class RankSync:
         self._rows: dict[Key, dict[int | None, list[float]]] = {}
         self._layout: list[tuple[Key, int]] = []  # slot -> (key, j-th step of that key)
         self._broken: str | None = None
+        self.serial = next(_serials)
         self.closed = False  # set by the writer's close(); a later add clears it
 
     def op_for(self, tag: str) -> str | None:
@@ -220,6 +223,9 @@ class RankSync:
             return _combine({(key, j): [(0, row)] for key, j, row in local})
         try:
             per_slot = self._exchange(local, world)
+        except RankSyncError as exc:
+            self._broken = str(exc)
+            raise
         except Exception as exc:
             self._broken = (
                 f"syncing values across {world} ranks failed ({type(exc).__name__}: {exc}); a rank "
@@ -234,18 +240,26 @@ class RankSync:
     ) -> dict[tuple[Key, int], list[tuple[int, list[float]]]]:
         """Rank 0's rows of every rank by slot (``{}`` on other ranks): two small collectives.
 
-        A one-number ``all_reduce`` tells every rank whether all rows fit the cached layout;
-        if not, the ranks exchange their key counts and agree on a new one. Then one ``gather``
-        brings the packed rows to rank 0, the only rank that writes reduced values.
+        A one-number ``all_reduce`` (MIN of ``2 * serial + fits``) tells every rank whether all
+        rows fit the cached layout, and a rank whose writer is not the one the others sync learns
+        it here; if not all fit, the ranks exchange their key counts and agree on a new layout.
+        Then one ``gather`` brings the packed rows to rank 0, the only rank that writes them.
         """
         import torch
 
         dist, group, device = _process_group(self.timeout)
         index = {slot: i for i, slot in enumerate(self._layout)}
         fits = all((key, j) in index for key, j, _ in local)
-        flag = torch.tensor([1.0 if fits else 0.0], dtype=torch.float64, device=device)
+        flag = torch.tensor([2.0 * self.serial + fits], dtype=torch.float64, device=device)
         dist.all_reduce(flag, op=dist.ReduceOp.MIN, group=group)
-        if flag.item() != 1.0:
+        serial, all_fit = divmod(int(flag.item()), 2)
+        if serial != self.serial:
+            raise RankSyncError(
+                f"ranks synced different writers at the same time (this rank: writer #{self.serial}, "
+                f"another: #{serial}, in creation order): call sync()/flush()/close() of every "
+                "reducing writer on every rank, in the same order"
+            )
+        if not all_fit:
             counts: dict[Key, int] = {}
             for key, j, _ in local:
                 counts[key] = max(counts.get(key, 0), j + 1)

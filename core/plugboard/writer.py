@@ -574,11 +574,17 @@ def _warn_once(message: str) -> None:
 
 def close_all_writers() -> None:
     """Drain and close every open writer (run at interpreter exit, after Stats close)."""
-    for writer in list(_live_writers):
+    for writer in sorted(_live_writers, key=_sync_order):
         try:
             writer.close()
         except Exception as exc:
             warnings.warn(f"closing {writer!r} at exit failed: {exc}", SinkWarning, stacklevel=1)
+
+
+def _sync_order(writer: SummaryWriter) -> int:
+    """Writers that sync across ranks close in creation order, the same on every rank."""
+    sync = writer._rank_sync
+    return -1 if sync is None else sync.serial
 
 
 def _after_fork() -> None:
