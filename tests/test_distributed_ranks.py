@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import load_run
-from plugboard import SummaryRecord, SummaryWriter
+from plugboard import SummaryRecord, SummaryWriter, TensorboardEventHandler
 from plugboard.distributed import STAT, RankSyncError, _combine
 
 
@@ -144,3 +144,14 @@ def test_summary_record_names_its_file_with_the_rank(tmp_path: Path, rank_one: N
         record.record(1)
     (name,) = [n for n in os.listdir(tmp_path) if ".summary." in n]
     assert name.endswith(f".1.{platform.node()}_MS")  # device_id 1: this rank
+
+
+def test_cross_rank_stat_handler_needs_a_plugboard_writer(tmp_path: Path) -> None:
+    class OnlyAddScalar:
+        def add_scalar(self, *args: object, **kwargs: object) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="across_ranks=True needs a plugboard SummaryWriter"):
+        TensorboardEventHandler(OnlyAddScalar(), across_ranks=True)
+    with SummaryWriter(tmp_path) as w, pytest.raises(TypeError, match="torch_compat=False"):
+        TensorboardEventHandler(w, across_ranks=True, torch_compat=True)

@@ -1,4 +1,4 @@
-"""Many ranks, one run: which rank writes, and values reduced across ranks in one collective.
+"""Many ranks, one run: which rank writes, and values reduced across ranks in one batch.
 
 Two parts, both used by :class:`~plugboard.SummaryWriter`:
 
