@@ -17,6 +17,7 @@ BENCHES = {
     "summary_record": "bench_summary_record",
     "system": "bench_system",
     "mlflow": "bench_mlflow",
+    "distributed": "bench_distributed",
 }
 
 

@@ -69,3 +69,14 @@ def from_environment() -> RankInfo | None:
 def current() -> RankInfo:
     """This process's rank: process group first, then the launcher's environment."""
     return from_process_group() or from_environment() or RankInfo()
+
+
+def in_dataloader_worker() -> bool:
+    """True inside a ``torch.utils.data.DataLoader`` worker process (only if torch is imported)."""
+    data = sys.modules.get("torch.utils.data")
+    if data is None:
+        return False
+    try:
+        return data.get_worker_info() is not None
+    except Exception:
+        return False

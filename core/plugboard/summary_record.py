@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import lifecycle, ops
+from . import lifecycle, ops, ranks
 from .registry import get_registry
 from .sinks import Sink, SinkOptions
 
@@ -122,6 +122,12 @@ def _check_export_options(options: Any) -> dict[str, str | None] | None:
                 f"for {key}, expect the follow values: {list(_EXPORT_OPTIONS[key])}"
             )
     return dict(options)
+
+
+def _device_id() -> dict[str, int]:
+    """MindSpore's file-name ``device_id`` is the rank when the job has more than one."""
+    info = ranks.current()
+    return {"device_id": info.rank} if info.world_size > 1 else {}
 
 
 def _mindspore() -> Any:
@@ -253,6 +259,7 @@ class SummaryRecord:
                 "raise_exception": raise_exception,
                 "export_options": self._export_options,
                 "time_second": int(_now()),
+                **_device_id(),
             },
         )
         self._sink: Sink = registry.sink(DEFAULT_SINK).open(options)

@@ -7,6 +7,7 @@ registered for that (kind, sink) pair.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import socket
@@ -18,7 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from . import lifecycle, paths
+from . import distributed, lifecycle, paths
+from .ranks import in_dataloader_worker
 from .registry import Registry, get_registry
 from .sinks import Deferred, Sink, SinkOptions, SinkSpec
 from .values import check_int, check_positive_number, check_step, check_tag, check_walltime
@@ -112,6 +114,16 @@ class SummaryWriter:
     event files. ``sink_errors`` says what a failing sink does: ``"raise"`` (the error reaches
     the caller) or ``"warn"`` (one warning naming the sink, which is then dropped, and the other
     sinks go on). The default is ``"raise"`` with one sink and ``"warn"`` with several.
+
+    In a distributed job (rank from ``torch.distributed``, else torchrun/Slurm/Open MPI variables)
+    ``ranks`` chooses who writes: ``"zero"`` (default: rank 0 only; other ranks validate every
+    ``add_*`` and write nothing), ``"each"`` (sub-run ``rank_<k>/`` per rank) or ``"all"`` (one
+    run, tags end in ``/rank_<k>``). ``reduce`` (``"mean"``, ``"sum"``, ``"min"``, ``"max"``, or a
+    dict ``{tag: op}`` with ``"*"`` for the rest) makes scalars one value per step for the whole
+    job: they are buffered and reduced across ranks in one batch at :meth:`sync`, which
+    :meth:`flush` and :meth:`close` call too; every rank must then call them the same number of
+    times. A rank that does not reach them within ``sync_timeout`` seconds gives the others a
+    :class:`~plugboard.distributed.RankSyncError`. DataLoader worker processes never write.
     """
 
     def __init__(
@@ -125,7 +137,11 @@ class SummaryWriter:
         *,
         sinks: Sequence[str] | None = None,
         sink_errors: str | None = None,
+        ranks: str | None = None,
+        reduce: str | dict[str, str] | None = None,
+        sync_timeout: float = distributed.DEFAULT_SYNC_TIMEOUT,
         _targets: list[SinkTarget] | None = None,
+        _plan: distributed.RankPlan | None = None,
     ) -> None:
         if not isinstance(comment, str):
             raise TypeError(f"comment must be a str, got {type(comment).__name__}")
@@ -139,6 +155,15 @@ class SummaryWriter:
             raise TypeError(f"log_dir must be a str or os.PathLike, got {type(log_dir).__name__}")
         self.log_dir: Any = log_dir if log_dir else default_log_dir(comment)
         self._dir = os.fspath(self.log_dir)
+        plan = self._plan = _plan if _plan is not None else distributed.plan_ranks(ranks)
+        if plan.subdir:
+            self.log_dir = self._dir = paths.join(self._dir, plan.subdir)
+        if reduce is not None and plan.mode != "zero":
+            raise ValueError(
+                f"reduce= writes one value per step from rank 0: use ranks='zero', not {plan.mode!r}"
+            )
+        self._sync_timeout = distributed.check_timeout(sync_timeout)
+        self._rank_sync = None if reduce is None else distributed.RankSync(reduce, sync_timeout)
         self.purge_step = check_step(purge_step, "purge_step")
         self.max_queue = check_int(max_queue, "max_queue", minimum=1)
         self.flush_secs = check_positive_number(flush_secs, "flush_secs")
@@ -158,14 +183,20 @@ class SummaryWriter:
         self._routes: dict[str, list[_Route]] = {}
         self._children: dict[str, SummaryWriter] = {}
         self._closed = True
-        self._open()
+        if plan.writes:
+            self._open()
+        self._route_emit()
         _live_writers.add(self)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def _open(self) -> None:
         with self._lock:
-            if not self._closed:
+            if not self._closed or not self._plan.writes:
+                return
+            if in_dataloader_worker():
+                self._plan = distributed.RankPlan(self._plan.mode, writes=False)
+                self._route_emit()
                 return
             opened: list[tuple[str, Sink]] = []
             failed: list[tuple[SinkTarget, BaseException]] = []
@@ -203,8 +234,44 @@ class SummaryWriter:
         """The directory this writer writes to, as given."""
         return self.log_dir
 
+    @property
+    def writes(self) -> bool:
+        """False on a rank (or DataLoader worker) that validates ``add_*`` calls and writes nothing."""
+        return self._plan.writes
+
+    def _route_emit(self) -> None:
+        """Bind ``emit`` for this rank: as is, validation only, rank-tagged, or into the reduction."""
+        self.__dict__.pop("emit", None)
+        if not self._plan.writes:
+            self.emit = _check_only  # type: ignore[method-assign]
+        elif self._plan.suffix:
+            self.emit = functools.partial(_emit_tagged, self, self._plan.suffix)  # type: ignore[method-assign]
+        if self._rank_sync is not None:
+            self.emit = functools.partial(_emit_reduced, self, self.emit)  # type: ignore[method-assign]
+
+    def rank_sync(self) -> distributed.RankSync:
+        """The buffer of values this writer reduces across ranks at :meth:`sync` (made on demand)."""
+        if self._rank_sync is None:
+            self._rank_sync = distributed.RankSync(None, self._sync_timeout)
+        return self._rank_sync
+
+    def sync(self) -> None:
+        """Reduce the values buffered since the last sync across ranks; rank 0 writes them.
+
+        Every rank must call it (``flush()`` and ``close()`` do): a one-number ``all_reduce`` and
+        one ``gather``, however many values. Without ``reduce=`` (and no cross-rank Stat handler)
+        this does nothing.
+        """
+        if self._rank_sync is None:
+            return
+        points = self._rank_sync.run()
+        if self._plan.writes:
+            for kind, tag, step, value, wall in points:
+                SummaryWriter.emit(self, kind, tag, value, step, wall)
+
     def flush(self) -> None:
         """Return once everything accepted so far (sub-runs included) is written."""
+        self.sync()
         if self._closed:
             return
         self._registry.call_lifecycle("writer_flushing", self)
@@ -217,6 +284,16 @@ class SummaryWriter:
 
     def close(self) -> None:
         """Flush and close every file; idempotent. ``add_*`` afterwards opens new files."""
+        sync = self._rank_sync
+        try:
+            if sync is not None and not sync.closed:  # a second close() is no collective
+                self.sync()
+        finally:
+            if sync is not None:
+                sync.closed = True
+            self._close()
+
+    def _close(self) -> None:
         with self._lock:
             if self._closed:
                 return
@@ -311,6 +388,7 @@ class SummaryWriter:
                     filename_suffix=self.filename_suffix,
                     sink_errors=self.sink_errors,
                     _targets=[t.for_child(rel) for t in self._targets],
+                    _plan=dataclasses.replace(self._plan, subdir=None),  # inside this rank's dir
                 )
                 self._children[rel] = child
         return child
@@ -404,6 +482,52 @@ class SummaryWriter:
         return f"<SummaryWriter log_dir={self._dir!r} sinks={list(self._sink_names)} {state}>"
 
 
+def _check_only(
+    kind: str, tag: Any, payload: Any, global_step: Any = None, walltime: Any = None
+) -> None:
+    """``emit`` on a rank that writes nothing: the same checks, then nothing (no file, no folder)."""
+    if type(tag) is not str or tag not in _valid_tags:
+        check_tag(tag)
+    if global_step is not None and (
+        type(global_step) is not int or not _INT64_MIN <= global_step <= _INT64_MAX
+    ):
+        check_step(global_step)
+    if walltime is not None:
+        check_walltime(walltime)
+
+
+def _emit_tagged(
+    writer: SummaryWriter,
+    suffix: str,
+    kind: str,
+    tag: Any,
+    payload: Any,
+    global_step: Any = None,
+    walltime: Any = None,
+) -> None:
+    """``emit`` with the rank in the tag (``ranks="all"``)."""
+    SummaryWriter.emit(writer, kind, check_tag(tag) + suffix, payload, global_step, walltime)
+
+
+def _emit_reduced(
+    writer: SummaryWriter,
+    emit: Callable[..., None],
+    kind: str,
+    tag: Any,
+    payload: Any,
+    global_step: Any = None,
+    walltime: Any = None,
+) -> None:
+    """``emit`` that queues plain numbers of reduced tags for :meth:`SummaryWriter.sync`."""
+    sync = writer._rank_sync
+    op = sync.op_for(tag) if sync is not None and type(tag) is str else None
+    if op is None or type(payload) is not float:
+        emit(kind, tag, payload, global_step, walltime)
+        return
+    check_tag(tag)
+    sync.add(kind, tag, op, check_step(global_step), payload, check_walltime(walltime))  # type: ignore[union-attr]
+
+
 def _size_hint(payload: Any) -> int:
     return int(getattr(payload, "nbytes", 0) or 0)
 
@@ -450,11 +574,17 @@ def _warn_once(message: str) -> None:
 
 def close_all_writers() -> None:
     """Drain and close every open writer (run at interpreter exit, after Stats close)."""
-    for writer in list(_live_writers):
+    for writer in sorted(_live_writers, key=_sync_order):
         try:
             writer.close()
         except Exception as exc:
             warnings.warn(f"closing {writer!r} at exit failed: {exc}", SinkWarning, stacklevel=1)
+
+
+def _sync_order(writer: SummaryWriter) -> int:
+    """Writers that sync across ranks close in creation order, the same on every rank."""
+    sync = writer._rank_sync
+    return -1 if sync is None else sync.serial
 
 
 def _after_fork() -> None:

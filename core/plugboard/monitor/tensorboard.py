@@ -16,13 +16,27 @@ class TensorboardEventHandler:
     the step is how many scalars this handler has already written to that tag (0, 1, 2, ...);
     ``torch_compat=True`` makes torch's exact call instead (no ``global_step``: every point at
     step 0). Events with other names are ignored.
+
+    ``across_ranks=True`` (a plugboard ``SummaryWriter`` only) aggregates the job: window ``i`` of
+    every rank becomes one window (count, sum, min, max, count-weighted mean, the last value, and
+    ``"<name>.slowest_rank"``, the rank with the highest mean) written by rank 0 at the writer's
+    next ``sync()``/``flush()``/``close()``, which every rank must call.
     """
 
-    def __init__(self, writer: Any, *, torch_compat: bool = False) -> None:
+    def __init__(
+        self, writer: Any, *, torch_compat: bool = False, across_ranks: bool = False
+    ) -> None:
         if not callable(getattr(writer, "add_scalar", None)):
             raise TypeError(f"writer must have an add_scalar method, got {type(writer).__name__}")
         self._writer = writer
         self._torch_compat = bool(torch_compat)
+        self._rank_sync = None
+        if across_ranks:
+            if torch_compat or not callable(getattr(writer, "rank_sync", None)):
+                raise TypeError(
+                    "across_ranks=True needs a plugboard SummaryWriter (and torch_compat=False)"
+                )
+            self._rank_sync = writer.rank_sync()
         self._steps: dict[str, int] = {}
         self._lock = threading.RLock()
 
@@ -36,6 +50,17 @@ class TensorboardEventHandler:
                 add_scalar(key, value, walltime=walltime)
             return
         steps = self._steps
+        if self._rank_sync is not None:
+            windows: dict[str, dict[str, float]] = {}
+            for key, value in event.data.items():
+                name, _, agg = key.rpartition(".")
+                windows.setdefault(name, {})[agg] = float(value)  # type: ignore[arg-type]
+            with self._lock:
+                for name, fields in windows.items():
+                    step = steps.get(name, 0)
+                    self._rank_sync.add_window(name, step, fields, walltime)
+                    steps[name] = step + 1
+            return
         with self._lock:
             for key, value in event.data.items():
                 step = steps.get(key, 0)

@@ -314,6 +314,8 @@ def add_embedding(
 ) -> None:
     """Save a matrix (and labels, label images) for TensorBoard's PROJECTOR tab (torch's signature)."""
     emb = prepare(mat, metadata, label_img, global_step, tag, metadata_header)
+    if not getattr(writer, "writes", True):  # a rank that only validates
+        return
     log_dir = os.fspath(writer.get_logdir())
     files.makedirs(log_dir)
     write(log_dir, emb)
