@@ -205,3 +205,48 @@ def test_plugboard_and_its_registry_import_neither_lightning_nor_transformers(
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_tensorboard_hparams_tab_shows_each_runs_own_metrics(tmp_path: Path) -> None:
+    """A real TensorBoard: two versions, each session's metric values are its own last losses."""
+    import time
+
+    from plugboard_lightning import PlugboardLogger
+    from tb_server import tensorboard_server
+
+    last = {}
+    for _ in range(2):
+        logger = PlugboardLogger(tmp_path)
+        _fit(logger, steps=3)
+        last[f"lightning_logs/version_{logger.version}"] = (
+            load_run(logger.log_dir).Scalars("train_loss")[-1].value
+        )
+    body = {
+        "experimentName": "",
+        "allowedStatuses": ["STATUS_SUCCESS"],
+        "colParams": [],
+        "startIndex": 0,
+        "sliceSize": 100,
+    }
+    with tensorboard_server(tmp_path) as tb:
+        deadline = time.monotonic() + 30
+        while True:
+            groups = tb.post_json("/data/plugin/hparams/session_groups", body).get(
+                "sessionGroups", []
+            )
+            if len(groups) == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        experiment = tb.post_json("/data/plugin/hparams/experiment", {"experimentName": ""})
+    assert {m["name"]["tag"] for m in experiment["metricInfos"]} == {
+        "hp_metric",
+        "train_loss",
+        "val_loss",
+    }
+    seen = {}
+    for group in groups:
+        [session] = group["sessions"]
+        values = {v["name"]["tag"]: v["value"] for v in session["metricValues"]}
+        assert group["hparams"]["lr"] == 0.05
+        seen[session["name"]] = values["train_loss"]
+    assert seen == pytest.approx(last)
