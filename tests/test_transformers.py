@@ -165,3 +165,23 @@ def test_builtin_tensorboard_callback_takes_plugboard_writer(tmp_path: Path) -> 
     assert [e.step for e in acc.Scalars("eval/loss")] == [2, 4]
     assert json.loads(_text(acc, "model_config/text_summary"))["n_embd"] == 32
     assert os.listdir(run)  # one event file, closed by the callback at train end
+
+
+def test_each_hyperparameter_search_trial_gets_its_own_run(tmp_path: Path) -> None:
+    from plugboard_transformers import PlugboardCallback
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    callback = PlugboardCallback(tmp_path / "search")
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[])
+    for trial in ("t0", "t1"):
+        state = TrainerState(global_step=1, is_hyper_param_search=True, trial_name=trial)
+        callback.on_train_begin(args, state, TrainerControl())
+        callback.on_log(args, state, TrainerControl(), logs={"loss": 0.5})
+        callback.on_train_end(args, state, TrainerControl())
+        acc = load_run(tmp_path / "search" / trial)
+        assert [e.value for e in acc.Scalars("train/loss")] == [0.5]
+        assert "_hparams_/experiment" in acc.PluginTagToContent("hparams")
+    state = TrainerState(is_hyper_param_search=True, trial_name="../escape")
+    with pytest.raises(ValueError, match="trial_name"):
+        callback.on_train_begin(args, state, TrainerControl())
+    assert not (tmp_path / "escape").exists()

@@ -6,6 +6,6 @@ Needs ``pip install plugboard[transformers]``. Importing plugboard never imports
 
 from __future__ import annotations
 
-from .callback import PlugboardCallback, rewrite_logs
+from .callback import PlugboardCallback
 
-__all__ = ["PlugboardCallback", "rewrite_logs"]
+__all__ = ["PlugboardCallback"]

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from plugboard import SummaryWriter
+from plugboard import SummaryWriter, paths
 from plugboard.registry import get_registry
 from plugboard.writer import default_log_dir, parse_sinks
 from transformers import TrainerCallback
@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 _NOT_A_METRIC = frozenset({"train/epoch"})
 
 
-def rewrite_logs(logs: dict[str, Any]) -> dict[str, Any]:
+def _rewrite_logs(logs: dict[str, Any]) -> dict[str, Any]:
     """The Trainer's keys as TensorBoard tags: ``eval_x`` -> ``eval/x``, ``test_x`` -> ``test/x``,
     anything else ``train/x`` (the built-in callback's tags)."""
     out: dict[str, Any] = {}
@@ -32,13 +32,13 @@ def rewrite_logs(logs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class PlugboardCallback(TrainerCallback):  # type: ignore[misc]
+class PlugboardCallback(TrainerCallback):
     """What transformers' ``TensorBoardCallback`` writes, through plugboard's writer and sinks.
 
     Same tags: ``train/loss``, ``train/learning_rate``, ``eval/...``, the training arguments as
     text ``args`` and the model config as text ``model_config``. ``log_dir`` defaults to
     ``$TENSORBOARD_LOGGING_DIR``, else ``<output_dir>/runs/<time>_<host>`` (a hyper-parameter
-    search trial gets a directory of its own); ``sinks`` chooses plugboard's sinks; other
+    search trial gets a sub-directory named after it); ``sinks`` chooses plugboard's sinks; other
     keyword arguments go to :class:`plugboard.SummaryWriter`.
 
     Better than the built-in one: records are not flushed after every log (the writer stores
@@ -73,7 +73,9 @@ class PlugboardCallback(TrainerCallback):  # type: ignore[misc]
             else:
                 log_dir = os.path.join(args.output_dir, default_log_dir())
             if getattr(state, "is_hyper_param_search", False) and state.trial_name:
-                log_dir = os.path.join(args.output_dir, default_log_dir(), state.trial_name)
+                log_dir = paths.join(
+                    log_dir, paths.safe_relpath(str(state.trial_name), "trial_name")
+                )
             self.writer = SummaryWriter(log_dir, sinks=self.sinks, **self.writer_kwargs)
             self._metric_tags = {}
         return self.writer
@@ -93,7 +95,7 @@ class PlugboardCallback(TrainerCallback):  # type: ignore[misc]
         if not state.is_world_process_zero or not logs:
             return
         writer = self._open(args, state)
-        for tag, value in rewrite_logs(logs).items():
+        for tag, value in _rewrite_logs(logs).items():
             if isinstance(value, (int, float)):
                 writer.add_scalar(tag, value, state.global_step)
                 if tag not in _NOT_A_METRIC:
@@ -116,10 +118,9 @@ class PlugboardCallback(TrainerCallback):  # type: ignore[misc]
             self.writer.flush()
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.writer is None:
+        if self.writer is None:  # not process zero, or nothing logged
             return
-        if state.is_world_process_zero:
-            metrics: dict[str, Any] = dict.fromkeys(self._metric_tags)
-            self.writer.add_hparams(args.to_sanitized_dict(), metrics, own_run=True)
+        metrics: dict[str, Any] = dict.fromkeys(self._metric_tags)
+        self.writer.add_hparams(args.to_sanitized_dict(), metrics, own_run=True)
         self.writer.close()
         self.writer = None
