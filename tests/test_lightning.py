@@ -250,3 +250,39 @@ def test_tensorboard_hparams_tab_shows_each_runs_own_metrics(tmp_path: Path) -> 
         assert group["hparams"]["lr"] == 0.05
         seen[session["name"]] = values["train_loss"]
     assert seen == pytest.approx(last)
+
+
+def test_standalone_pytorch_lightning_trainer_takes_the_logger(tmp_path: Path) -> None:
+    import pytorch_lightning
+    import torch
+    from plugboard_lightning import PlugboardLogger
+    from torch.utils.data import DataLoader, TensorDataset
+
+    class Tiny(pytorch_lightning.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch: Any, _: int) -> Any:
+            loss = torch.nn.functional.mse_loss(self.net(batch[0]), batch[1])
+            self.log("loss", loss)
+            return loss
+
+        def configure_optimizers(self) -> Any:
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    logger = PlugboardLogger(tmp_path)
+    trainer = pytorch_lightning.Trainer(
+        logger=logger,
+        max_steps=3,
+        log_every_n_steps=1,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    data = DataLoader(TensorDataset(torch.randn(16, 4), torch.randn(16, 1)), batch_size=4)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*(num_workers|does not have many workers).*")
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`")
+        trainer.fit(Tiny(), data)
+    assert [e.step for e in load_run(logger.log_dir).Scalars("loss")] == [0, 1, 2]

@@ -64,7 +64,8 @@ class PlugboardLogger(Logger):
     own metric curves (every scalar it logged), not to a placeholder; they are written when
     the run ends (``finalize``), once all metric names are known. With ``default_hp_metric``
     and no metrics given, ``hp_metric = -1`` is logged as ``TensorBoardLogger`` does. Ranks
-    above zero write nothing and get a no-op ``experiment``.
+    above zero write nothing and get a no-op ``experiment``. Both ``lightning.pytorch.Trainer``
+    and the standalone ``pytorch_lightning.Trainer`` take it.
     """
 
     LOGGER_JOIN_CHAR = "-"
