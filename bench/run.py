@@ -18,6 +18,7 @@ BENCHES = {
     "system": "bench_system",
     "mlflow": "bench_mlflow",
     "distributed": "bench_distributed",
+    "trainers": "bench_trainers",
 }
 
 

@@ -105,6 +105,36 @@ def default_log_dir(comment: str = "") -> str:
     return os.path.join("runs", f"{stamp}_{socket.gethostname()}{comment}")
 
 
+class FileWriter:
+    """torch's ``FileWriter`` face over a :class:`SummaryWriter` (see ``_get_file_writer``).
+
+    ``add_event(event, step, walltime)`` and ``add_summary(summary, global_step, walltime)``
+    take TensorBoard protobufs; they are the writer's methods of the same names, which a sink
+    plugin provides (the built-in ``tfevents`` plugin does). ``flush``, ``close`` and
+    ``get_logdir`` are the writer's.
+    """
+
+    __slots__ = ("writer",)
+
+    def __init__(self, writer: SummaryWriter) -> None:
+        self.writer = writer
+
+    def add_event(self, event: Any, step: Any = None, walltime: Any = None) -> None:
+        self.writer.add_event(event, step, walltime)
+
+    def add_summary(self, summary: Any, global_step: Any = None, walltime: Any = None) -> None:
+        self.writer.add_summary(summary, global_step, walltime)
+
+    def get_logdir(self) -> Any:
+        return self.writer.get_logdir()
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
 class SummaryWriter:
     """Write training logs that TensorBoard (and other sinks) can read.
 
@@ -268,6 +298,14 @@ class SummaryWriter:
         if self._plan.writes:
             for kind, tag, step, value, wall in points:
                 SummaryWriter.emit(self, kind, tag, value, step, wall)
+
+    def _get_file_writer(self) -> FileWriter:
+        """torch's internal file-writer face, for code that writes protobufs through it.
+
+        Lightning's ``TensorBoardLogger`` calls ``_get_file_writer().add_summary(summary, step)``;
+        the returned :class:`FileWriter` hands such protobufs to this writer's sinks.
+        """
+        return FileWriter(self)
 
     def flush(self) -> None:
         """Return once everything accepted so far (sub-runs included) is written."""

@@ -1,14 +1,16 @@
 """The ``tfevents`` sink plugin: TensorBoard event files.
 
 Kinds teach this sink their encoding by registering an encoder for ``(kind, "tfevents")`` that
-returns one serialized ``Event`` (see :mod:`plugboard_tfevents.encoding`).
+returns one serialized ``Event`` (see :mod:`plugboard_tfevents.encoding`). The ``event`` kind
+(``add_event``, ``add_summary``) writes TensorBoard protobufs built elsewhere as they are
+(see :mod:`plugboard_tfevents.raw`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from plugboard import SinkSpec, hookimpl
+from plugboard import Kind, SinkSpec, hookimpl
 
 SINK = "tfevents"
 
@@ -18,3 +20,24 @@ def register_sinks(register: Any) -> None:
     from .sink import open_sink
 
     register(SinkSpec(name=SINK, open=open_sink, description="TensorBoard event files (tfevents)"))
+
+
+@hookimpl
+def register_kinds(register: Any) -> None:
+    from .raw import add_event, add_summary, convert
+
+    register(
+        Kind(
+            name="event",
+            convert=convert,
+            methods={"add_event": add_event, "add_summary": add_summary},
+            description="TensorBoard Event/Summary protobufs, written as they are",
+        )
+    )
+
+
+@hookimpl
+def register_encoders(register: Any) -> None:
+    from .raw import encode
+
+    register("event", SINK, encode)
