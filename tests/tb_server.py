@@ -16,10 +16,23 @@ from collections.abc import Iterator
 from typing import Any
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def stop_process_group(proc: subprocess.Popen[Any], timeout: float) -> None:
+    """Stop a server started with ``start_new_session=True``: SIGTERM, then SIGKILL after ``timeout``."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=timeout)
 
 
 class TensorBoard:
@@ -59,7 +72,7 @@ def tensorboard_server(
     logdir: str | os.PathLike[str], timeout: float = 90.0
 ) -> Iterator[TensorBoard]:
     """Start ``tensorboard --logdir`` on a free loopback port, wait until it serves runs."""
-    port = _free_port()
+    port = free_port()
     cmd = [
         sys.executable,
         "-m",
@@ -94,13 +107,6 @@ def tensorboard_server(
             time.sleep(0.3)
         yield tb
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        stop_process_group(proc, 10)
         if proc.stderr:
             proc.stderr.close()

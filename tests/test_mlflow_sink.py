@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +16,7 @@ import numpy as np
 import pytest
 from conftest import load_run
 from plugboard import SummaryWriter
+from tb_server import free_port, stop_process_group
 
 
 def _client(log_dir: Path) -> Any:
@@ -194,16 +193,10 @@ def test_two_writers_cannot_share_one_run(tmp_path: Path) -> None:
         SummaryWriter(tmp_path / "r", sinks=["mlflow"])
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def mlflow_server(root: Path, timeout: float = 120.0) -> Iterator[str]:
     """A real ``mlflow server`` on a free loopback port (sqlite store and artifacts in ``root``)."""
-    port = _free_port()
+    port = free_port()
     log = open(root / "server.log", "wb")  # noqa: SIM115 - closed in the finally below
     cmd = [
         sys.executable,
@@ -242,14 +235,7 @@ def mlflow_server(root: Path, timeout: float = 120.0) -> Iterator[str]:
             time.sleep(0.5)
         yield url
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
+        stop_process_group(proc, 15)
         log.close()
 
 
