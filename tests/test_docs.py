@@ -285,7 +285,7 @@ def check_ci_line(block: Block) -> None:
         ["bash", "-c", grep], cwd=ROOT, capture_output=True, text=True, timeout=30, check=True
     )
     assert out.stdout.strip() == line.strip(), (block.where, out.stdout)
-    assert "eval \"$cmd\"" in script and "python3 -m venv" in script
+    assert 'eval "$cmd"' in script and "python3 -m venv" in script
 
 
 def run_shell(unit: list[Block], cwd: Path, env: dict[str, str]) -> None:

@@ -81,14 +81,20 @@ def test_built_messages_declare_tensorboards_oneofs(built: Any, real: Any) -> No
         return {f.name: f.containing_oneof.name for f in _oneof_fields(cls)}
 
     have = members(built)
-    want = {name: group for name, group in members(real).items() if name in built.DESCRIPTOR.fields_by_name}
+    want = {
+        name: group
+        for name, group in members(real).items()
+        if name in built.DESCRIPTOR.fields_by_name
+    }
     assert have == want
 
 
 @pytest.mark.parametrize(
     "built, real, field", CASES, ids=[f"{b.DESCRIPTOR.name}.{f.name}" for b, _, f in CASES]
 )
-def test_zero_value_of_a_oneof_member_survives(built: Any, real: Any, field: FieldDescriptor) -> None:
+def test_zero_value_of_a_oneof_member_survives(
+    built: Any, real: Any, field: FieldDescriptor
+) -> None:
     msg = built()
     _set_zero(msg, field)
     data = msg.SerializeToString()
