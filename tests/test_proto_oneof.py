@@ -10,6 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import plugboard_custom_scalars.tfevents as cs
+import plugboard_graph.proto as graph
+import plugboard_hparams.proto as hparams
+import plugboard_lineage.messages as lineage
+import plugboard_tfevents.proto as tf
 import pytest
 from conftest import load_run
 from google.protobuf.descriptor import FieldDescriptor
@@ -17,12 +22,6 @@ from plugboard.protobuild import build
 from tensorboard.compat.proto import attr_value_pb2, event_pb2, summary_pb2
 from tensorboard.plugins.custom_scalar import layout_pb2
 from tensorboard.plugins.hparams import api_pb2, plugin_data_pb2
-
-import plugboard_custom_scalars.tfevents as cs
-import plugboard_graph.proto as graph
-import plugboard_hparams.proto as hparams
-import plugboard_lineage.messages as lineage
-import plugboard_tfevents.proto as tf
 
 # every built message that has a TensorBoard counterpart, with that counterpart
 PAIRS: list[tuple[Any, Any]] = [
