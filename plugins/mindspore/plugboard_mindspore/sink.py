@@ -85,7 +85,7 @@ class _File:
         if self.dead:
             return
         if self.file is None:
-            self._open()
+            self.sink.guard(self, self._open)  # the log dir may have become unwritable
             if self.dead:
                 return
         assert self.file is not None
