@@ -2,8 +2,9 @@
 
 The convention (also in docs/plugins.md, "Code blocks in these docs are tested"):
 
-- A fence whose language is ``python``, ``bash``, ``sh`` or ``console`` is code and is run; any
-  other fence (``text``, ``toml``, or none, e.g. the layout tree) is not code.
+- A fence whose language is ``python``, ``bash``, ``sh`` or ``console`` is code and is run;
+  ``text``, ``toml``, ``json``, ``yaml``, ``ini`` or none (e.g. the layout tree) is not code; any
+  other language fails (so a ``py`` or ``shell`` block cannot slip through unrun).
 - A python block runs in its own ``python`` subprocess (this interpreter) with a fresh temporary
   working directory, so relative paths (``runs/...``) land there; ``examples`` in that directory
   links to the repository's ``examples/`` and ``PLUGBOARD_REPO`` names the repository root. A
@@ -49,6 +50,7 @@ from test_example_plugin import EXAMPLE, example_installed  # noqa: F401 (fixtur
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CODE = {"python", "bash", "sh", "console"}
+NOT_CODE = {"", "text", "toml", "json", "yaml", "ini"}  # any other fence language fails
 MARKS = {"continue", "s3", "example", "fragment", "pytest", "ci"}
 TIMEOUT = 180
 MARKER = re.compile(r"^<!--\s*docs-test:\s*(.*?)\s*-->$")
@@ -106,10 +108,14 @@ def units() -> list[list[Block]]:
 UNITS = units()
 
 
-def test_the_docs_have_code_blocks_and_only_known_markers() -> None:
+def test_every_fence_is_runnable_code_or_plain_text_with_known_markers() -> None:
     assert sum(len(u) for u in UNITS) >= 20
     for path in DOCS:
         for b in parse(path):
+            assert b.lang in CODE | NOT_CODE, (
+                f"{b.where}: fence language {b.lang!r} is neither code this test runs ({CODE}) "
+                f"nor plain text ({NOT_CODE - {''}}); use one of those"
+            )
             unknown = b.marks - MARKS
             assert not unknown, f"{b.where}: unknown docs-test marker {unknown}; known: {MARKS}"
             assert not b.marks or b.lang in CODE, f"{b.where}: a marker on a non-code block"
