@@ -53,6 +53,7 @@ def main() -> None:
     writer.close()
     if rank == 0:
         print(f"rank 0 wrote {args.logdir}: tensorboard --logdir {args.logdir}")
+    dist.barrier()  # no rank tears gloo down while another still talks to it
     dist.destroy_process_group()
 
 

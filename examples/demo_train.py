@@ -2,7 +2,9 @@
 
 A two-layer NumPy network learns to separate two interleaved spirals. The run uses all three
 faces: torch.monitor-style Stats for step timing, the SummaryWriter face for scalars, histograms,
-images, text and hyper-parameters, and (with ``--mindspore``) the MindSpore SummaryRecord face.
+images, text and hyper-parameters, and the MindSpore SummaryRecord face (MindSpore summary files
+in ``<log-dir>/mindspore``, with the same values as TensorBoard files beside them; turn it off with
+``--no-mindspore``).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def train(log_dir: str, steps: int, hidden: int, lr: float, with_mindspore: bool
     step_time = Stat("step_time_ms", [Aggregation.MEAN, Aggregation.MAX], timedelta(seconds=0.5))
     record = None
     if with_mindspore:
-        record = plugboard.SummaryRecord(os.path.join(log_dir, "mindspore"))
+        record = plugboard.SummaryRecord(os.path.join(log_dir, "mindspore"), tensorboard=True)
     writer.add_text("about", f"Two spirals, MLP with **{hidden}** hidden units, SGD lr={lr}.", 0)
     for step in range(steps):
         t0 = time.perf_counter()
@@ -78,6 +80,9 @@ def train(log_dir: str, steps: int, hidden: int, lr: float, with_mindspore: bool
             writer.add_scalars("accuracy", {"train": train_acc, "val": val_acc}, step)
             if record is not None:
                 record.add_value("scalar", "loss", np.array(loss, np.float32))
+                record.add_value("scalar", "val_accuracy", np.array(val_acc, np.float32))
+                if step % 50 == 0:
+                    record.add_value("histogram", "w1", params["w1"])
                 record.record(step)
         if step % 50 == 0:
             for k, v in params.items():
@@ -105,7 +110,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hidden", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1.0)
     parser.add_argument(
-        "--mindspore", action="store_true", help="also write MindSpore summary files"
+        "--mindspore",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also write MindSpore summary files (default: yes)",
     )
     args = parser.parse_args(argv)
     train(args.log_dir, args.steps, args.hidden, args.lr, args.mindspore)

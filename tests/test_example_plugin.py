@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import load_run
 from plugboard import SummaryWriter
-from plugboard import writer as writer_module
+from plugboard import warn as warn_module
 from plugboard.registry import get_registry, reset_registry
 from plugboard.writer import SinkWarning
 
@@ -95,7 +95,7 @@ def test_example_kind_reaches_tensorboard(example_installed: None, logdir: Path)
 def test_example_sink_with_builtin_sinks(
     example_installed: None, logdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writer_module, "_warned", set())
+    monkeypatch.setattr(warn_module, "_once", set())
     with (
         SummaryWriter(logdir, sinks=["tfevents", "textlog", "jsonl"]) as w,
         pytest.warns(SinkWarning) as rec,

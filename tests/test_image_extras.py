@@ -187,3 +187,18 @@ def test_gray_video(logdir):
     assert ev.summary.value[0].image.colorspace == 1
     frames, durations, _ = gif_frames(ev.summary.value[0].image.encoded_image_string)
     assert [int(f[0, 0, 0]) for f in frames] == [0, 127, 255] and durations == [500] * 3
+
+
+def test_label_count_unlike_box_count_drops_the_labels_as_torch(logdir):
+    """torch draws the boxes without labels; plugboard also warns, at the caller's line."""
+    import sys
+
+    img = np.random.default_rng(1).random((3, 48, 64), dtype=np.float32) * 0.5
+    boxes = np.array([[5, 5, 30, 40], [35, 8, 60, 30]])
+    with SummaryWriter(logdir) as w, pytest.warns(UserWarning, match="2 boxes") as rec:
+        w.add_image_with_boxes("b", img, boxes, labels=["only one"])
+        line = sys._getframe().f_lineno - 1
+    [warning] = [r for r in rec if "2 boxes" in str(r.message)]
+    assert (warning.filename, warning.lineno) == (__file__, line)
+    got = png(load_run(logdir).Images("b")[0].encoded_image_string)
+    assert (got == torch_boxes(img, boxes)).all()  # what torch's add_image_with_boxes writes

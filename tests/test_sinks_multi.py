@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import load_run
 from plugboard import SinkSpec, SummaryWriter, hookimpl
-from plugboard import writer as writer_module
+from plugboard import warn as warn_module
 from plugboard.writer import SinkWarning
 
 pytest_plugins = ["plugboard.testing"]
@@ -111,7 +111,7 @@ def test_tfevents_csv_jsonl_get_the_same_run(logdir: Path) -> None:
 def test_sink_without_encoder_warns_once_and_others_go_on(
     logdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writer_module, "_warned", set())  # "once" is once per process
+    monkeypatch.setattr(warn_module, "_once", set())  # "once" is once per process
     with SummaryWriter(logdir, sinks=["csv", "jsonl"]) as w:
         with pytest.warns(SinkWarning, match="sink 'csv' cannot encode kind 'text'") as rec:
             w.add_text("t", "a", 0)

@@ -410,6 +410,17 @@ def test_message_classes_and_ops_are_public() -> None:
     )
     assert Operation().DESCRIPTOR.fields_by_name["operationParam"].number == 1
     assert OperationParameter is not None and callable(ops.ScalarSummary())
+
+
+def test_every_lineage_message_class_imports_from_plugboard() -> None:
+    from plugboard import summary_record
+
+    names = ["TrainLineage", "EvaluationLineage", "DatasetGraph", "UserDefinedInfo"]
+    for name in [*names, "LossLandscape", "Operation", "OperationParameter"]:
+        assert getattr(plugboard, name) is getattr(summary_record, name), name
+        assert name in plugboard.__all__
+    op = plugboard.Operation(operationParam=plugboard.OperationParameter())
+    assert plugboard.Operation.FromString(op.SerializeToString()) == op
     assert plugboard.SummaryRecord is SummaryRecord
 
 

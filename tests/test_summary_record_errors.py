@@ -195,3 +195,54 @@ def test_summary_operator_validation(op: Any, name: Any, value: Any, error: type
     with pytest.raises(error):
         op(name, value)
     assert ops.pending() == before
+
+
+def _make_unwritable(logdir: Path) -> None:
+    """The log dir replaced by a file: creating the summary file fails, even for root."""
+    import shutil
+
+    shutil.rmtree(logdir)
+    logdir.write_text("")
+
+
+def test_unwritable_log_dir_is_logged_and_record_returns_true(
+    logdir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """raise_exception=False: logged, that file's writer stops, record() returns True."""
+    r = SummaryRecord(logdir)
+    _make_unwritable(logdir)
+    r.add_value("scalar", "loss", np.float32(1.0))
+    with caplog.at_level("ERROR"):
+        assert r.record(1) is True
+    assert [rec.levelname for rec in caplog.records] == ["ERROR"]
+    assert "Not a directory" in caplog.records[0].getMessage()
+    caplog.clear()
+    r.add_value("scalar", "loss", np.float32(2.0))
+    assert r.record(2) is True  # the stopped writer does not try (nor log) again
+    r.flush()
+    r.close()
+    assert caplog.records == []
+
+
+def test_unwritable_log_dir_raises_with_raise_exception(logdir: Path) -> None:
+    r = SummaryRecord(logdir, raise_exception=True)
+    _make_unwritable(logdir)
+    r.add_value("scalar", "loss", np.float32(1.0))
+    with pytest.raises(NotADirectoryError):
+        r.record(1)
+    r.close()
+
+
+def test_unknown_plugin_error_lists_every_name_that_works(record: SummaryRecord) -> None:
+    import re
+
+    from plugboard.registry import get_registry
+
+    with pytest.raises(ValueError, match="no such \"plugin\" of 'nope'") as info:
+        record.add_value("nope", "x", 1)
+    listed = {
+        n for group in re.findall(r"\[([^\]]*)\]", str(info.value)) for n in group.split(", ")
+    }
+    assert set(get_registry().kinds) - {"landscape"} <= listed | {"anf_graph"}
+    assert {"tensor", "scalar", "graph", "landscape", "text", "audio"} <= listed
+    record.add_value("text", "notes", "a plugin kind listed there works")  # no error

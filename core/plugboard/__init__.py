@@ -39,6 +39,8 @@ _LAZY = {
     "DatasetGraph": "plugboard.summary_record",
     "UserDefinedInfo": "plugboard.summary_record",
     "LossLandscape": "plugboard.summary_record",
+    "Operation": "plugboard.summary_record",
+    "OperationParameter": "plugboard.summary_record",
 }
 
 __all__ = [

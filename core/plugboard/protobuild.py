@@ -10,7 +10,10 @@ A field is ``(name, number, type[, label])``. ``type`` is a scalar name (``doubl
 ``float``, ``int32``, ``int64``, ``uint32``, ``uint64``, ``sint32``, ``sint64``, ``bool``,
 ``string``, ``bytes``), the name of a message or enum of the same schema, a fully qualified
 name starting with ``.`` (``.google.protobuf.Value``), or ``map<K,V>``. ``label`` is
-``"repeated"``, or ``"packed"`` for a repeated field with ``[packed = true]``.
+``"repeated"``, ``"packed"`` for a repeated field with ``[packed = true]``, or
+``"oneof:<group>"`` for a member of ``oneof <group>``. Declare every oneof the format has: a
+member has presence, so its zero value (``0.0``, ``0``, ``""``, ``b""``, ``False``) is written
+once set, where a plain proto3 field would drop it (a gauge at exactly 0 would vanish).
 
 A message named ``"Outer.Inner"`` is nested in ``Outer`` (listed before it in the schema); its
 class is reachable as ``Outer.Inner``, and fields refer to it by that dotted name.
@@ -67,6 +70,15 @@ def _fill_field(
     fd.label = _F.LABEL_REPEATED if label in ("repeated", "packed") else _F.LABEL_OPTIONAL
     if label == "packed":
         fd.options.packed = True
+    elif label.startswith("oneof:"):
+        group = label[len("oneof:") :]
+        groups = [decl.name for decl in msg.oneof_decl]
+        if group not in groups:
+            msg.oneof_decl.add().name = group
+            groups.append(group)
+        fd.oneof_index = groups.index(group)
+    elif label not in ("", "repeated"):
+        raise ValueError(f"unknown label {label!r} for field {name!r}")
     if ftype.startswith("map<"):
         key_type, value_type = (t.strip() for t in ftype[4:-1].split(","))
         entry = msg.nested_type.add()

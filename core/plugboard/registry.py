@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -24,6 +23,7 @@ import pluggy
 from . import hookspecs
 from .kinds import Kind
 from .sinks import SinkSpec
+from .warn import warn
 
 ENTRY_POINT_GROUP = "plugboard"
 AUTOLOAD_ENV = "PLUGBOARD_DISABLE_PLUGIN_AUTOLOAD"
@@ -129,7 +129,7 @@ def remove_plugin(name: str) -> None:
 
 
 def _warn(message: str) -> None:
-    warnings.warn(message, PluginWarning, stacklevel=3)
+    warn(message, PluginWarning)
 
 
 def _blocked_names() -> set[str]:

@@ -335,10 +335,11 @@ class SummaryRecord:
             if found is None and type(plugin) is str and plugin in self._kinds:
                 found = plugin  # a kind some other plugin registered: reachable here too
             if found is None:
+                others = sorted(set(self._kinds) - set(PLUGINS))
                 raise ValueError(
                     f'For "SummaryRecord.add_value", no such "plugin" of {plugin!r} , expect value is one of [tensor, '
                     "scalar, image, histogram, train_lineage, eval_lineage, dataset_graph, custom_lineage_data, "
-                    "graph, landscape]"
+                    f"graph, landscape]; kinds of installed plugins work too: [{', '.join(others)}]"
                 )
             kind = found
             registered = self._kinds.get(kind)

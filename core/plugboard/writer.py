@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from . import distributed, lifecycle, paths
+from . import distributed, lifecycle, paths, warn
 from .ranks import in_dataloader_worker
 from .registry import Registry, get_registry
 from .sinks import Deferred, Sink, SinkOptions, SinkSpec
@@ -440,9 +440,7 @@ class SummaryWriter:
             if encode is None:
                 encode_any = encoders.get(("*", sink_name))
                 if encode_any is None:
-                    _warn_once(
-                        f"sink {sink_name!r} cannot encode kind {kind!r}; those values are not written there"
-                    )
+                    warn.cannot_encode(sink_name, kind)
                     continue
                 encode = functools.partial(encode_any, kind)
             routes.append((encode, sink.write, k.heavy))
@@ -578,11 +576,10 @@ def _close_quietly(sink: Sink) -> None:
 
 
 def _warn_failed(name: str, action: str, exc: BaseException) -> None:
-    warnings.warn(
+    warn.warn(
         f"sink {name!r} failed in {action} ({type(exc).__name__}: {exc}); it is dropped and the "
         "other sinks go on (pass sink_errors='raise' to get such errors instead)",
         SinkWarning,
-        stacklevel=4,
     )
 
 
@@ -599,15 +596,6 @@ def _raise_first(errors: list[BaseException]) -> None:
         for other in errors[1:]:
             first.add_note(f"also: {type(other).__name__}: {other}")
         raise first
-
-
-_warned: set[str] = set()
-
-
-def _warn_once(message: str) -> None:
-    if message not in _warned:
-        _warned.add(message)
-        warnings.warn(message, SinkWarning, stacklevel=4)
 
 
 def close_all_writers() -> None:

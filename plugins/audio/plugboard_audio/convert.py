@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from plugboard.values import to_array
+from plugboard.warn import warn
 
 DEFAULT_SAMPLE_RATE = 44100
 _INT16_MAX = np.iinfo(np.int16).max  # 32767: torch scales by this and truncates
@@ -76,9 +76,7 @@ def to_pcm16(value: Any, arg: str = "snd_tensor") -> np.ndarray:
     if np.isnan(arr).any():
         arr = np.nan_to_num(arr, nan=0.0, posinf=np.inf, neginf=-np.inf)
     if np.abs(arr).max() > 1:
-        warnings.warn(
-            f"{arg}: audio amplitude out of range, auto clipped.", UserWarning, stacklevel=3
-        )
+        warn(f"{arg}: audio amplitude out of range, auto clipped.", UserWarning)
         arr = arr.clip(-1, 1)
     return np.ascontiguousarray((arr * _INT16_MAX).astype("<i2"))
 

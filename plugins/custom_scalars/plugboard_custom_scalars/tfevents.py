@@ -27,8 +27,8 @@ _m = build(
         ],
         "Chart": [
             ("title", 1, "string"),
-            ("multiline", 2, "MultilineChartContent"),
-            ("margin", 3, "MarginChartContent"),
+            ("multiline", 2, "MultilineChartContent", "oneof:content"),
+            ("margin", 3, "MarginChartContent", "oneof:content"),
         ],
         "MultilineChartContent": [("tag", 1, "string", "repeated")],
         "MarginChartContent": [("series", 1, "Series", "repeated")],

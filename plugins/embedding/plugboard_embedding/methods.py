@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 import threading
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from io import BytesIO
@@ -14,6 +13,7 @@ from typing import Any
 import numpy as np
 from plugboard import paths
 from plugboard.values import check_step, check_tag, to_array
+from plugboard.warn import warn
 
 from . import files
 
@@ -282,9 +282,9 @@ def write(log_dir: str, emb: Embedding) -> None:
             f"cannot write the embedding {emb.tag!r}: {target} exists and is not a directory"
         )
     if found:
-        warnings.warn(
+        warn(
             f"embedding directory {target} exists and is overwritten; pass a new global_step to keep both",
-            stacklevel=3,
+            UserWarning,
         )
     files.makedirs(target)
     info = EmbeddingInfo(

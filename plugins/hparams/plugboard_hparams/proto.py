@@ -20,9 +20,9 @@ _m = build(
     {
         "HParamsPluginData": [
             ("version", 1, "int32"),
-            ("experiment", 2, "Experiment"),
-            ("session_start_info", 3, "SessionStartInfo"),
-            ("session_end_info", 4, "SessionEndInfo"),
+            ("experiment", 2, "Experiment", "oneof:data"),
+            ("session_start_info", 3, "SessionStartInfo", "oneof:data"),
+            ("session_end_info", 4, "SessionEndInfo", "oneof:data"),
         ],
         "Experiment": [
             ("description", 1, "string"),
@@ -37,7 +37,7 @@ _m = build(
             ("display_name", 2, "string"),
             ("description", 3, "string"),
             ("type", 4, "DataType"),
-            ("domain_discrete", 5, ".google.protobuf.ListValue"),
+            ("domain_discrete", 5, ".google.protobuf.ListValue", "oneof:domain"),
         ],
         "MetricName": [("group", 1, "string"), ("tag", 2, "string")],
         "MetricInfo": [

@@ -165,7 +165,8 @@ def check_boxes(box_tensor: Any, arg: str = "box_tensor") -> np.ndarray:
 
 
 def check_labels(labels: Any, count: int, arg: str = "labels") -> tuple[str, ...] | None:
-    """``None``, one str, or one str per box (a count mismatch is an error, not silently dropped)."""
+    """``None``, one str, or one str per box; another count drops the labels, with a warning
+    (as torch does, which prints a message instead)."""
     if labels is None:
         return None
     if isinstance(labels, str):
@@ -174,7 +175,14 @@ def check_labels(labels: Any, count: int, arg: str = "labels") -> tuple[str, ...
         raise TypeError(f"{arg} must be a str or a sequence of str, got {type(labels).__name__}")
     out = tuple(str(label) for label in labels)
     if len(out) != count:
-        raise ValueError(f"{arg} has {len(out)} entries but box_tensor has {count} boxes")
+        from plugboard.warn import warn
+
+        warn(
+            f"{arg} has {len(out)} entries but box_tensor has {count} boxes; "
+            "the boxes are drawn without labels (as torch does)",
+            UserWarning,
+        )
+        return None
     return out
 
 

@@ -20,7 +20,6 @@ import shutil
 import stat
 import time
 import urllib.parse
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +27,7 @@ import numpy as np
 from plugboard import storage
 from plugboard.recordfile import RecordFile
 from plugboard.sinks import Deferred, SinkOptions
+from plugboard.warn import cannot_encode
 
 from . import wire
 from .encoders import EVENT, HEAVY, LINEAGE, VALUE, Dropped
@@ -39,7 +39,6 @@ FREE_DISK_SPACE_TIMES = 32
 DISK_CHECK_SECS = 1.0
 READ_ONLY = stat.S_IRUSR
 logger = logging.getLogger("plugboard.mindspore")
-_warned: set[tuple[str, str]] = set()
 
 
 def device_id() -> int:
@@ -86,7 +85,7 @@ class _File:
         if self.dead:
             return
         if self.file is None:
-            self._open()
+            self.sink.guard(self, self._open)  # the log dir may have become unwritable
             if self.dead:
                 return
         assert self.file is not None
@@ -240,7 +239,7 @@ class MindSporeSink:
         for kind, tag, payload in items:
             encode = encoders.get(kind)
             if encode is None:
-                _warn_once(kind)
+                cannot_encode(SINK, kind)
                 continue
             if kind in HEAVY:
                 if kind == "tensor" and self.export_tensors:
@@ -355,17 +354,6 @@ def _single_record(deferred: Deferred) -> bytes:
     if route == VALUE:
         return wire.summary_event(wall_time, step or 0, [encoded])
     return encoded  # type: ignore[no-any-return]
-
-
-def _warn_once(kind: str) -> None:
-    key = (kind, SINK)
-    if key not in _warned:
-        _warned.add(key)
-        warnings.warn(
-            f"sink {SINK!r} cannot encode kind {kind!r}; those values are not written there",
-            UserWarning,
-            stacklevel=4,
-        )
 
 
 def open_sink(options: SinkOptions) -> MindSporeSink:
