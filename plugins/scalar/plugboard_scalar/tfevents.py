@@ -11,6 +11,9 @@ from .methods import TensorScalar
 
 _pack_head = struct.Struct("<Bd").pack
 _pack_f = struct.Struct("<f").pack
+_pack_step1 = struct.Struct("<BdBB").pack
+_pack_step2 = struct.Struct("<BdBBB").pack
+_pack_step3 = struct.Struct("<BdBBBB").pack
 _suffixes: dict[str, bytes] = {}
 
 
@@ -34,20 +37,6 @@ def _suffix(tag: str) -> bytes:
     return out
 
 
-def _step_field(step: int) -> bytes:
-    """The ``step`` field (number 2, varint), unrolled for the usual sizes."""
-    if 0 < step < 0x4000:
-        if step < 0x80:
-            return _SMALL_STEPS[step]
-        return bytes((0x10, (step & 0x7F) | 0x80, step >> 7))
-    if 0 < step < 0x200000:
-        return bytes((0x10, (step & 0x7F) | 0x80, ((step >> 7) & 0x7F) | 0x80, step >> 14))
-    return b"\x10" + varint(step)
-
-
-_SMALL_STEPS = [bytes((0x10, n)) for n in range(0x80)]
-
-
 def encode(tag: str, step: int | None, wall_time: float, value: object) -> bytes:
     """One ``Event`` with ``Summary.Value(tag, simple_value)``, or a rank-0 tensor (new style)."""
     if type(value) is float:
@@ -55,9 +44,26 @@ def encode(tag: str, step: int | None, wall_time: float, value: object) -> bytes
             tail = (_suffixes.get(tag) or _suffix(tag)) + _pack_f(value)
         except OverflowError:
             tail = _suffixes[tag] + float32(value)
+        # wall_time and step in one pack for the usual steps (a varint of up to 3 bytes)
         if not step:  # None, or 0 which proto3 leaves out
             return _pack_head(9, wall_time) + tail
-        return _pack_head(9, wall_time) + _step_field(step) + tail
+        if 0 < step < 0x80:
+            return _pack_step1(9, wall_time, 0x10, step) + tail
+        if 0 < step < 0x4000:
+            return _pack_step2(9, wall_time, 0x10, (step & 0x7F) | 0x80, step >> 7) + tail
+        if 0 < step < 0x200000:
+            return (
+                _pack_step3(
+                    9,
+                    wall_time,
+                    0x10,
+                    (step & 0x7F) | 0x80,
+                    ((step >> 7) & 0x7F) | 0x80,
+                    step >> 14,
+                )
+                + tail
+            )
+        return _pack_head(9, wall_time) + b"\x10" + varint(step) + tail
     assert isinstance(value, TensorScalar)
     from plugboard_tfevents.proto import DT_DOUBLE, DT_FLOAT, SummaryValue, TensorProto, metadata
 
