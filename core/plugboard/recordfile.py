@@ -107,6 +107,9 @@ class RecordFile:
             self._bytes_in += size if size is not None else getattr(record, "size_hint", 0)
             self._deferred += 1
             self._pending.append(record)
+            if self._bytes_in - self._bytes_out > self._max_pending_bytes:
+                self._handoff()  # a large record: wait for room now, not max_queue records later
+                return
         self._count += 1
         if self._count >= self._max_queue:
             self._handoff()
