@@ -2,8 +2,9 @@
 
 The caller frames each record (C CRC) and appends it to a deque: one bytes object per record,
 nothing else kept. Every ``max_queue`` records the writer thread, if asleep, is woken to write
-everything pending in one ``write`` per up to 8,192 records, joined without a Python loop; it also writes anything pending ``flush_secs`` after
-it last wrote, so nothing waits longer than that. Guarantees:
+everything pending, one ``write`` per up to 8,192 records joined without a Python loop; it also
+writes anything pending ``flush_secs`` after it last wrote, so nothing waits longer than that.
+Guarantees:
 
 - ``flush()`` returns once every record accepted before it is in the file.
 - Memory is bounded: when more than ``max_pending_bytes`` wait, the caller waits for the thread.
