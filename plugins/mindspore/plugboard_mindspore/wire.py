@@ -21,14 +21,11 @@ import struct
 from typing import Any
 
 import numpy as np
-from plugboard.wire import field_bytes, field_double, field_varint, float32, varint
+from plugboard.wire import field_bytes, field_double, field_varint, float32, varint, wall_step
 
 VERSION = "MindSpore.Event:1"
 
 _pack_d = struct.Struct("<d").pack
-_pack_wall_step1 = struct.Struct("<BdBB").pack
-_pack_wall_step2 = struct.Struct("<BdBBB").pack
-_pack_wall_step3 = struct.Struct("<BdBBBB").pack
 
 #: ``anf_ir.DataType`` of each NumPy scalar type MindSpore can write (everything else: TypeError).
 DATA_TYPES: dict[type, int] = {
@@ -65,17 +62,7 @@ def summary_event(wall_time: float, step: int, values: list[bytes]) -> bytes:
     else:
         body = b"".join([b"\x0a" + varint(len(v)) + v for v in values])
         n = len(body)
-    # wall_time and step in one pack for the usual steps (a varint of up to 3 bytes)
-    if 0 <= step < 0x80:
-        head = _pack_wall_step1(9, wall_time, 16, step)
-    elif 0 < step < 0x4000:
-        head = _pack_wall_step2(9, wall_time, 16, (step & 0x7F) | 0x80, step >> 7)
-    elif 0 < step < 0x200000:
-        head = _pack_wall_step3(
-            9, wall_time, 16, (step & 0x7F) | 0x80, ((step >> 7) & 0x7F) | 0x80, step >> 14
-        )
-    else:
-        head = b"\x09" + _pack_d(wall_time) + b"\x10" + varint(step)
+    head = wall_step(wall_time, step)
     return head + (bytes((42, n)) if n < 128 else b"\x2a" + varint(n)) + body
 
 

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import struct
 
-from plugboard.wire import float32, varint
+from plugboard.wire import float32, varint, wall_step
 from plugboard_tfevents.encoding import summary_event
 
 from .methods import TensorScalar
 
 _pack_head = struct.Struct("<Bd").pack
 _pack_f = struct.Struct("<f").pack
-_pack_step1 = struct.Struct("<BdBB").pack
-_pack_step2 = struct.Struct("<BdBBB").pack
-_pack_step3 = struct.Struct("<BdBBBB").pack
 _suffixes: dict[str, bytes] = {}
 
 
@@ -44,26 +41,9 @@ def encode(tag: str, step: int | None, wall_time: float, value: object) -> bytes
             tail = (_suffixes.get(tag) or _suffix(tag)) + _pack_f(value)
         except OverflowError:
             tail = _suffixes[tag] + float32(value)
-        # wall_time and step in one pack for the usual steps (a varint of up to 3 bytes)
         if not step:  # None, or 0 which proto3 leaves out
             return _pack_head(9, wall_time) + tail
-        if 0 < step < 0x80:
-            return _pack_step1(9, wall_time, 0x10, step) + tail
-        if 0 < step < 0x4000:
-            return _pack_step2(9, wall_time, 0x10, (step & 0x7F) | 0x80, step >> 7) + tail
-        if 0 < step < 0x200000:
-            return (
-                _pack_step3(
-                    9,
-                    wall_time,
-                    0x10,
-                    (step & 0x7F) | 0x80,
-                    ((step >> 7) & 0x7F) | 0x80,
-                    step >> 14,
-                )
-                + tail
-            )
-        return _pack_head(9, wall_time) + b"\x10" + varint(step) + tail
+        return wall_step(wall_time, step) + tail
     assert isinstance(value, TensorScalar)
     from plugboard_tfevents.proto import DT_DOUBLE, DT_FLOAT, SummaryValue, TensorProto, metadata
 
