@@ -1,10 +1,17 @@
 """add_scalar end to end (incl. close) and caller latency: plugboard vs torch vs tensorboardX.
 
-Also ``import plugboard`` time. Run: ``python bench/bench_scalar.py``.
+Long runs (200,000 and 1,000,000 calls) put plugboard next to the "minimal honest writer"
+(:mod:`floor_writer`: cached tag bytes, struct-packed Event, C CRC-32C, one write at close), the
+floor of what Python can do per scalar, run interleaved in the same process; torch and
+tensorboardX run fewer calls (about 55 us each) and are compared per call. Peak RSS is measured in
+fresh processes: 1,000,000 scalars, and 1,000 large images written to a stalled disk (memory must
+stay within the pending-bytes limit, 64 MiB). Also ``import plugboard`` time.
+Run: ``python bench/bench_scalar.py`` (``--quick``: long runs of 200,000 only, fewer repeats).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -12,9 +19,13 @@ import time
 import warnings
 
 from common import fresh_dir, median_of, print_table, timed_per_call
+from floor_writer import FloorWriter
 
 N = 20_000
 REPEATS = 5
+LONG_RUNS = (200_000, 1_000_000)
+LONG_REPEATS = 3
+REFERENCE_CALLS = 20_000  # torch and tensorboardX in the long-run table: per call, fewer calls
 
 
 def writers() -> dict[str, type]:
@@ -35,6 +46,105 @@ def end_to_end(cls: type, n: int = N) -> float:
         w.close()
 
     return timed_per_call(n, body)
+
+
+def long_runs(ws: dict[str, type], sizes: tuple[int, ...], repeats: int) -> None:
+    """Floor, plugboard, torch and tensorboardX interleaved in each repeat (same load for all)."""
+    refs = [name for name in ("torch", "tensorboardX") if name in ws]
+    print(
+        f"\n## add_scalar end to end incl. close, long runs (median of {repeats}, interleaved; "
+        f"torch/tensorboardX: {REFERENCE_CALLS:,} calls, per call)"
+    )
+    print(
+        f"{'calls':>10} {'floor':>9} {'plugboard':>10} {'vs floor':>9} "
+        + " ".join(f"{name:>12} {'ratio':>7}" for name in refs)
+    )
+    for n in sizes:
+        runs: dict[str, list[float]] = {name: [] for name in ("floor", "plugboard", *refs)}
+        for _ in range(repeats):
+            runs["floor"].append(end_to_end(FloorWriter, n))
+            runs["plugboard"].append(end_to_end(ws["plugboard"], n))
+            for name in refs:
+                runs[name].append(end_to_end(ws[name], REFERENCE_CALLS))
+        med = {name: statistics.median(times) for name, times in runs.items()}
+        ours = med["plugboard"]
+        line = f"{n:>10,} {med['floor']:7.2f}us {ours:8.2f}us {ours / med['floor']:8.2f}x "
+        line += " ".join(f"{med[name]:10.1f}us {med[name] / ours:6.1f}x" for name in refs)
+        print(line, flush=True)
+
+
+_RSS_SCALARS = """
+import sys
+sys.path.insert(0, {bench!r})
+from plugboard import SummaryWriter
+from floor_writer import FloorWriter
+cls = FloorWriter if {floor!r} else SummaryWriter
+w = cls({log_dir!r})
+w.add_scalar("loss", 0.5, 0)
+def hwm():  # peak resident set of this process, KiB (reset by exec, unlike ru_maxrss)
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
+base = hwm()
+add = w.add_scalar
+for i in range({n}):
+    add("loss", 0.5, i)
+w.close()
+print(base, hwm())
+"""
+
+_RSS_IMAGES = """
+import time
+import numpy as np
+from plugboard import SummaryWriter, storage
+
+class StalledFile(storage.LocalAppendFile):
+    def write(self, data):
+        time.sleep({stall})  # a disk that blocks on every write
+        super().write(data)
+
+storage.LocalAppendFile = StalledFile
+image = (np.arange(3 * {side} * {side}, dtype=np.uint32) % 251).astype(np.uint8)
+image = image.reshape(3, {side}, {side})
+w = SummaryWriter({log_dir!r})
+w.add_image("warm", image, 0)
+w.flush()
+def hwm():  # peak resident set of this process, KiB (reset by exec, unlike ru_maxrss)
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
+base = hwm()
+t0 = time.perf_counter()
+for i in range({n}):
+    w.add_image("x", image, i)
+w.close()
+print(base, hwm(), time.perf_counter() - t0)
+"""
+
+
+def _run_rss(code: str) -> list[float]:
+    out = subprocess.check_output([sys.executable, "-c", code], timeout=600).decode().split()
+    return [float(x) for x in out]
+
+
+def peak_rss() -> None:
+    """Peak RSS above the process's level after warm-up, each case in a fresh process."""
+    bench = os.path.dirname(os.path.abspath(__file__))
+    print("\n## peak RSS (fresh process each; growth over the level after the first call)")
+    for label, floor in (("plugboard", False), ("floor (keeps every record)", True)):
+        base, peak = _run_rss(
+            _RSS_SCALARS.format(bench=bench, floor=floor, log_dir=fresh_dir("rss"), n=1_000_000)
+        )
+        print(
+            f"1,000,000 scalars, {label}: +{(peak - base) / 1024:,.1f} MiB (peak {peak / 1024:,.0f} MiB)"
+        )
+    side, n = 1024, 1000
+    base, peak, seconds = _run_rss(
+        _RSS_IMAGES.format(stall=0.05, side=side, log_dir=fresh_dir("rss-img"), n=n)
+    )
+    print(
+        f"{n:,} images 3x{side}x{side} uint8 ({3 * side * side * n / 2**30:.1f} GiB of pixels), "
+        f"every write stalled 50 ms: +{(peak - base) / 1024:,.1f} MiB "
+        f"(peak {peak / 1024:,.0f} MiB; pending-bytes limit 64 MiB; {seconds:.1f} s)"
+    )
 
 
 def latencies(cls: type, n: int = N) -> tuple[float, float]:
@@ -84,9 +194,14 @@ def heavy_modules_after_import() -> list[str]:
     return subprocess.check_output([sys.executable, "-c", code]).decode().split()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    quick = "--quick" in argv
     warnings.simplefilter("ignore")
     ws = writers()
+    long_runs(ws, LONG_RUNS[:1] if quick else LONG_RUNS, 2 if quick else LONG_REPEATS)
+    if not quick:
+        peak_rss()
     e2e = {name: median_of(REPEATS, lambda c=cls: end_to_end(c)) for name, cls in ws.items()}
     lat = {name: latencies(cls) for name, cls in ws.items()}
     rows = [

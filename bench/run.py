@@ -19,6 +19,7 @@ BENCHES = {
     "mlflow": "bench_mlflow",
     "distributed": "bench_distributed",
     "trainers": "bench_trainers",
+    "heavy_stall": "bench_heavy_stall",
 }
 
 

@@ -20,7 +20,10 @@ def test_add_scalar_reads_back_in_tensorboard(logdir):
     assert [e.value for e in events] == pytest.approx([1.0, 0.5, 1 / 3, 0.25, 0.2], rel=1e-6)
 
 
-@pytest.mark.parametrize("step", [None, 0, 1, 127, 128, 300, 10**12, -1, 2**63 - 1, -(2**63)])
+@pytest.mark.parametrize(
+    "step",
+    [None, 0, 1, 127, 128, 300, 16383, 16384, 2097151, 2097152, 10**12, -1, 2**63 - 1, -(2**63)],
+)
 @pytest.mark.parametrize("tag", ["loss", "a/b", "é" * 70, "t" * 200])
 def test_hand_packed_scalar_event_equals_protobuf_encoding(step, tag):
     from plugboard_scalar.tfevents import encode

@@ -1,8 +1,10 @@
 """A file of framed records written by a background thread, safe to trust with a training run.
 
-The caller's cost per record is an append to a deque. Every ``max_queue`` records the writer
-thread is woken to write what is pending; it also writes anything pending ``flush_secs`` after
-it last wrote, so nothing waits longer than that. Guarantees:
+The caller frames each record (C CRC) and appends it to a deque: one bytes object per record,
+nothing else kept. Every ``max_queue`` records the writer thread, if asleep, is woken to write
+everything pending, one ``write`` per up to 8,192 records joined without a Python loop; it also
+writes anything pending ``flush_secs`` after it last wrote, so nothing waits longer than that.
+Guarantees:
 
 - ``flush()`` returns once every record accepted before it is in the file.
 - Memory is bounded: when more than ``max_pending_bytes`` wait, the caller waits for the thread.
@@ -15,10 +17,12 @@ it last wrote, so nothing waits longer than that. Guarantees:
 
 from __future__ import annotations
 
+import struct
 import threading
 import weakref
 from collections import deque
 from collections.abc import Callable
+from itertools import repeat, starmap
 from queue import Empty, SimpleQueue
 from typing import Any
 
@@ -32,6 +36,8 @@ from .sinks import Deferred
 from .storage import AppendFile
 
 DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024
+_BATCH = 8192  # records per write at most
+_unpack_len = struct.Struct("<Q").unpack_from
 _STOP = object()
 _live: weakref.WeakSet[RecordFile] = weakref.WeakSet()
 
@@ -64,6 +70,8 @@ class RecordFile:
         self._offset = 0  # end of the last complete record in the file
         self._error: BaseException | None = None
         self._closed = False
+        self._accepting = True  # False once closed or an error waits to be raised: the slow path
+        self._deferred = 0  # Deferred records queued and not yet taken by _drain_locked
         self._abandoned = False
         self._idle = True
         self._io_lock = threading.Lock()
@@ -79,21 +87,30 @@ class RecordFile:
 
     def write(self, record: bytes | Deferred, size: int | None = None) -> None:
         """Queue one record payload (bytes, or a Deferred encode returning bytes)."""
-        if self._error is not None or self._closed:
-            self._raise_error() if self._error is not None else self._raise_closed()
-        # Frame bytes here: the CRC is cheap in C, and errors stay with the caller.
-        if type(record) is bytes:
+        # Frame bytes here: the CRC is cheap in C, and errors stay with the caller. One object
+        # per record, and no more Python work per record on the writer thread (see _drain_locked).
+        if type(record) is bytes and self._accepting:
             n = len(record)
             crc = _crc32c(record)
-            record = (
+            self._pending.append(
                 (_headers.get(n) or _header(n))
                 + record
                 + _pack_crc((((crc >> 15) | (crc << 17)) + _DELTA) & _U32)
             )
             self._bytes_in += n + 16
         else:
+            if self._error is not None or self._closed:
+                self._raise_error() if self._error is not None else self._raise_closed()
+            if type(record) is bytes:  # the error was raised before: accept records again
+                self._accepting = self._error is None
+                self.write(record)
+                return
             self._bytes_in += size if size is not None else getattr(record, "size_hint", 0)
-        self._pending.append(record)
+            self._deferred += 1
+            self._pending.append(record)
+            if self._bytes_in - self._bytes_out > self._max_pending_bytes:
+                self._handoff()  # a large record: wait for room now, not max_queue records later
+                return
         self._count += 1
         if self._count >= self._max_queue:
             self._handoff()
@@ -113,7 +130,7 @@ class RecordFile:
         """Write one record synchronously (ahead of nothing pending): for headers."""
         with self._io_lock:
             self._drain_locked()
-            self._write_locked([frame(record)])
+            self._write_locked(frame(record))
         if self._error is not None:
             self._raise_error()
 
@@ -132,13 +149,14 @@ class RecordFile:
             try:
                 self.handle.flush()
             except OSError as exc:
-                self._error = self._error or exc
+                self._fail(exc)
 
     def close(self) -> None:
         """Flush, stop the thread and release the file; idempotent, even after an error."""
         if self._closed:
             return
         self._closed = True
+        self._accepting = False
         _live.discard(self)
         if self._abandoned:
             return
@@ -151,7 +169,7 @@ class RecordFile:
             try:
                 self.handle.close()
             except OSError as exc:
-                self._error = self._error or exc
+                self._fail(exc)
         if self._error is not None:
             self._raise_error()
 
@@ -163,6 +181,11 @@ class RecordFile:
     def pending(self) -> int:
         """Records accepted but not yet written."""
         return len(self._pending)
+
+    def _fail(self, exc: BaseException) -> None:
+        """Keep the first error, to be raised once from the next write/flush/close."""
+        self._error = self._error or exc
+        self._accepting = False
 
     def _raise_error(self) -> None:
         error, self._error = self._error, None
@@ -211,50 +234,53 @@ class RecordFile:
     def _drain_locked(self) -> None:
         pending = self._pending
         while pending:
+            n = min(len(pending), _BATCH)
+            if not self._deferred:  # n framed bytes records: join them without a Python loop
+                self._write_locked(b"".join(starmap(pending.popleft, repeat((), n))))
+                continue
             chunk = []
-            size = 0
             try:
-                while pending and size < (1 << 22):
+                for _ in range(n):
                     item = pending.popleft()
                     if type(item) is not bytes:
+                        self._deferred -= 1
                         size_hint = getattr(item, "size_hint", 0)
                         try:
                             item = frame(item())
                         except BaseException as exc:  # an encode failed: report it, keep going
-                            self._error = self._error or exc
+                            self._fail(exc)
                             self._bytes_out += size_hint
                             continue
                         self._bytes_out += size_hint - len(item)
                     chunk.append(item)
-                    size += len(item)
             finally:
                 if chunk:
-                    self._write_locked(chunk)
+                    self._write_locked(b"".join(chunk))
 
-    def _write_locked(self, chunk: list[bytes]) -> None:
-        data = b"".join(chunk) if len(chunk) > 1 else chunk[0]
+    def _write_locked(self, data: bytes) -> None:
         try:
             self.handle.write(data)
             self._offset += len(data)
         except OSError as exc:
-            self._error = self._error or exc
-            self._keep_complete_records(chunk)
+            self._fail(exc)
+            self._keep_complete_records(data)
         finally:
             self._bytes_out += len(data)
             with self._room:
                 self._room.notify_all()
 
-    def _keep_complete_records(self, chunk: list[bytes]) -> None:
-        """After a failed write, cut the file back to the last record written whole."""
+    def _keep_complete_records(self, data: bytes) -> None:
+        """After a failed write of framed ``data``, cut the file back to its last whole record."""
         try:
             written = self.handle.tell() - self._offset  # type: ignore[attr-defined]
         except (OSError, AttributeError):
             written = 0
         keep = 0
-        for record in chunk:
-            if keep + len(record) > written:
+        while keep + 12 <= len(data):
+            end = keep + 16 + _unpack_len(data, keep)[0]
+            if end > written:
                 break
-            keep += len(record)
+            keep = end
         self._offset += keep
         try:  # a partial record would hide every later record from TensorBoard's readers
             self.handle.truncate(self._offset)
@@ -264,7 +290,9 @@ class RecordFile:
     def _abandon_after_fork(self) -> None:
         self._abandoned = True
         self._closed = True
+        self._accepting = False
         self._pending = deque()
+        self._deferred = 0
         self._io_lock = threading.Lock()
         self._room = threading.Condition(threading.Lock())
 

@@ -21,7 +21,7 @@ import struct
 from typing import Any
 
 import numpy as np
-from plugboard.wire import field_bytes, field_double, field_varint, float32, varint
+from plugboard.wire import field_bytes, field_double, field_varint, float32, varint, wall_step
 
 VERSION = "MindSpore.Event:1"
 
@@ -62,11 +62,7 @@ def summary_event(wall_time: float, step: int, values: list[bytes]) -> bytes:
     else:
         body = b"".join([b"\x0a" + varint(len(v)) + v for v in values])
         n = len(body)
-    head = (
-        b"\x09"
-        + _pack_d(wall_time)
-        + (bytes((16, step)) if 0 <= step < 128 else b"\x10" + varint(step))
-    )
+    head = wall_step(wall_time, step)
     return head + (bytes((42, n)) if n < 128 else b"\x2a" + varint(n)) + body
 
 

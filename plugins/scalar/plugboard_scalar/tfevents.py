@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from plugboard.wire import float32, varint
+from plugboard.wire import float32, varint, wall_step
 from plugboard_tfevents.encoding import summary_event
 
 from .methods import TensorScalar
@@ -34,20 +34,6 @@ def _suffix(tag: str) -> bytes:
     return out
 
 
-def _step_field(step: int) -> bytes:
-    """The ``step`` field (number 2, varint), unrolled for the usual sizes."""
-    if 0 < step < 0x4000:
-        if step < 0x80:
-            return _SMALL_STEPS[step]
-        return bytes((0x10, (step & 0x7F) | 0x80, step >> 7))
-    if 0 < step < 0x200000:
-        return bytes((0x10, (step & 0x7F) | 0x80, ((step >> 7) & 0x7F) | 0x80, step >> 14))
-    return b"\x10" + varint(step)
-
-
-_SMALL_STEPS = [bytes((0x10, n)) for n in range(0x80)]
-
-
 def encode(tag: str, step: int | None, wall_time: float, value: object) -> bytes:
     """One ``Event`` with ``Summary.Value(tag, simple_value)``, or a rank-0 tensor (new style)."""
     if type(value) is float:
@@ -57,7 +43,7 @@ def encode(tag: str, step: int | None, wall_time: float, value: object) -> bytes
             tail = _suffixes[tag] + float32(value)
         if not step:  # None, or 0 which proto3 leaves out
             return _pack_head(9, wall_time) + tail
-        return _pack_head(9, wall_time) + _step_field(step) + tail
+        return wall_step(wall_time, step) + tail
     assert isinstance(value, TensorScalar)
     from plugboard_tfevents.proto import DT_DOUBLE, DT_FLOAT, SummaryValue, TensorProto, metadata
 

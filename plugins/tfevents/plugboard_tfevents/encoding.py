@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 # field_bytes and varint are also imported from here by the image and histogram kinds.
-from plugboard.wire import field_bytes, varint
+from plugboard.wire import field_bytes, wall_step
 
 _pack_d = struct.Struct("<d").pack
 
@@ -21,7 +21,7 @@ def event_head(step: int | None, wall_time: float) -> bytes:
     """The ``wall_time`` and ``step`` fields that start every Event."""
     if not step:  # None, or 0 which proto3 leaves out
         return b"\x09" + _pack_d(wall_time)
-    return b"\x09" + _pack_d(wall_time) + b"\x10" + varint(step)
+    return wall_step(wall_time, step)
 
 
 def summary_event(step: int | None, wall_time: float, values: Iterable[Any]) -> bytes:
