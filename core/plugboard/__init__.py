@@ -39,6 +39,7 @@ _LAZY = {
     "DatasetGraph": "plugboard.summary_record",
     "UserDefinedInfo": "plugboard.summary_record",
     "LossLandscape": "plugboard.summary_record",
+    "read": "plugboard.reading",
 }
 
 __all__ = [
@@ -67,5 +68,6 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from .reading import read as read
     from .registry import get_registry as get_registry
     from .writer import SummaryWriter as SummaryWriter

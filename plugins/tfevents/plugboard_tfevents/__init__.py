@@ -18,3 +18,16 @@ def register_sinks(register: Any) -> None:
     from .sink import open_sink
 
     register(SinkSpec(name=SINK, open=open_sink, description="TensorBoard event files (tfevents)"))
+
+
+@hookimpl
+def register_readers(register: Any) -> None:
+    from plugboard.readers import ReaderSpec
+
+    from .reader import matches, open_reader
+
+    register(
+        ReaderSpec(
+            name=SINK, matches=matches, open=open_reader, description="TensorBoard event files"
+        )
+    )
