@@ -68,10 +68,12 @@ def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, ta
         if not b.tags:
             continue
         # tag codes per file: the few distinct tags, not a million strings, reach the table
-        names, codes = np.unique(np.array(b.tags, dtype=object), return_inverse=True)
+        index: dict[str, int] = {}
+        code_list = [index.setdefault(t, len(index)) for t in b.tags]
+        names = np.array(list(index), dtype=object)
         cols = {
             "tag_names": names,
-            "codes": codes.astype(np.int32),
+            "codes": np.fromiter(code_list, np.int32, len(code_list)),
             "step": np.fromiter(b.steps, np.int64, len(b.steps)),
             "wall_time": np.fromiter(b.wall_times, np.float64, len(b.wall_times)),
             "value": np.fromiter(b.values, np.float64, len(b.values)),

@@ -54,6 +54,7 @@ class EventFileReader:
         """Decode whole records of ``data`` into ``batch``; returns the bytes consumed."""
         tags, steps, walls, values = batch.tags, batch.steps, batch.wall_times, batch.values
         good_heads = self._good_heads
+        tag_of: dict[bytes, str] = {}
         unpack_q, unpack_i, unpack_d, unpack_f = _unpack_q, _unpack_i, _unpack_d, _unpack_f
         crc, msk = crc32c, mask
         mv = memoryview(data)
@@ -75,7 +76,8 @@ class EventFileReader:
             stop = pos + 12 + n
             if stop + 4 > end:
                 break  # torn tail of a live file: read again later
-            if unpack_i(data, stop)[0] != msk(crc(mv[pos + 12 : stop])):  # type: ignore[arg-type]
+            c = crc(mv[pos + 12 : stop])  # type: ignore[arg-type]
+            if unpack_i(data, stop)[0] != (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF:
                 warn_corrupt(self.path, self.offset + pos, "bad data CRC; record skipped")
                 pos = stop + 4
                 continue
@@ -109,7 +111,11 @@ class EventFileReader:
                 ):
                     t = q + 6 + data[q + 5]
                     if t + 5 == stop and data[t] == 0x15 and data[q + 5] < 0x80:
-                        tags.append(data[q + 6 : t].decode("utf-8", "replace"))
+                        raw = data[q + 6 : t]
+                        tag = tag_of.get(raw)
+                        if tag is None:
+                            tag = tag_of[raw] = raw.decode("utf-8", "replace")
+                        tags.append(tag)
                         steps.append(step)
                         walls.append(unpack_d(data, p + 1)[0])
                         values.append(unpack_f(data, t + 1)[0])
