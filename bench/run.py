@@ -20,6 +20,7 @@ BENCHES = {
     "distributed": "bench_distributed",
     "trainers": "bench_trainers",
     "heavy_stall": "bench_heavy_stall",
+    "read": "bench_read",
 }
 
 

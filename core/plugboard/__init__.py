@@ -41,6 +41,7 @@ _LAZY = {
     "LossLandscape": "plugboard.summary_record",
     "Operation": "plugboard.summary_record",
     "OperationParameter": "plugboard.summary_record",
+    "read": "plugboard.reading",
 }
 
 __all__ = [
@@ -69,5 +70,6 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from .reading import read as read
     from .registry import get_registry as get_registry
     from .writer import SummaryWriter as SummaryWriter

@@ -64,3 +64,13 @@ def writer_flushing(writer: Any) -> None:
 @hookspec
 def writer_closing(writer: Any) -> None:
     """A writer is about to close its sinks."""
+
+
+@hookspec
+def register_readers(register: Callable[[Any], None]) -> None:
+    """Register readers (``plugboard.readers.ReaderSpec``): how a file format is read back."""
+
+
+@hookspec
+def register_decoders(register: Callable[[str, str, Callable[..., Any]], None]) -> None:
+    """Register decoders: ``register(format_name, kind_name, decode)`` teaches a reader a kind."""

@@ -63,6 +63,8 @@ class Registry:
     schemes: dict[str, SinkSpec] = field(default_factory=dict)
     encoders: dict[tuple[str, str], Callable[..., Any]] = field(default_factory=dict)
     event_handlers: list[Callable[[Any], None]] = field(default_factory=list)
+    readers: dict[str, Any] = field(default_factory=dict)
+    decoders: dict[tuple[str, str], Callable[..., Any]] = field(default_factory=dict)
     plugins: list[PluginInfo] = field(default_factory=list)
 
     def kind(self, name: str) -> Kind:
@@ -212,6 +214,8 @@ def build_registry(extra: Iterable[tuple[str, Any]] = ()) -> Registry:
     _collect(reg, by_name, "register_sinks", _add_sink)
     _collect(reg, by_name, "register_encoders", _add_encoder)
     _collect(reg, by_name, "register_event_handlers", _add_handler)
+    _collect(reg, by_name, "register_readers", _add_reader)
+    _collect(reg, by_name, "register_decoders", _add_decoder)
     return reg
 
 
@@ -299,3 +303,31 @@ def _add_handler(reg: Registry, info: PluginInfo, handler: Callable[[Any], None]
     if not callable(handler):
         raise TypeError("register_event_handlers expects a callable")
     reg.event_handlers.append(handler)
+
+
+def _add_reader(reg: Registry, info: PluginInfo, spec: Any) -> None:
+    from .readers import ReaderSpec
+
+    if not isinstance(spec, ReaderSpec):
+        raise TypeError(
+            f"register_readers expects plugboard.readers.ReaderSpec, got {type(spec).__name__}"
+        )
+    if spec.name in reg.readers:
+        _warn(f"plugin {info.name!r} registers reader {spec.name!r} again; the first one is kept")
+        return
+    reg.readers[spec.name] = spec
+
+
+def _add_decoder(
+    reg: Registry, info: PluginInfo, fmt: str, kind: str, decode: Callable[..., Any]
+) -> None:
+    if not (isinstance(fmt, str) and isinstance(kind, str) and callable(decode)):
+        raise TypeError(
+            "register_decoders expects register(format_name: str, kind_name: str, decode)"
+        )
+    if (fmt, kind) in reg.decoders:
+        _warn(
+            f"plugin {info.name!r} registers a decoder of {kind!r} for {fmt!r} again; the first one is kept"
+        )
+        return
+    reg.decoders[(fmt, kind)] = decode

@@ -27,3 +27,10 @@ def register_encoders(register: Any) -> None:
     from .tfevents import encode
 
     register("scalar", "tfevents", encode)
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    from .tfevents import decode
+
+    register("tfevents", "scalar", decode)

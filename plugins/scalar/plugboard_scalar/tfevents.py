@@ -54,3 +54,27 @@ def encode(tag: str, step: int | None, wall_time: float, value: object) -> bytes
     return summary_event(
         step, wall_time, [SummaryValue(tag=tag, tensor=tensor, metadata=metadata("scalars"))]
     )
+
+
+def decode(value: object, step: int, wall_time: float) -> dict[str, float] | None:
+    """A tensor-style scalar (TF2 ``tf.summary.scalar``: rank-0 tensor, plugin ``scalars``)."""
+    import numpy as np
+
+    meta = getattr(value, "metadata", None)
+    if meta is None or meta.plugin_data.plugin_name != "scalars":
+        return None
+    if not value.HasField("tensor"):  # type: ignore[attr-defined]
+        return None
+    tensor = value.tensor  # type: ignore[attr-defined]
+    if tensor.tensor_content:
+        dtype = {1: "<f4", 2: "<f8", 3: "<i4", 9: "<i8", 19: "<f2"}.get(tensor.dtype)
+        if dtype is None:
+            return None
+        return {"value": float(np.frombuffer(tensor.tensor_content, dtype=dtype)[0])}
+    for name in ("float_val", "double_val", "int_val", "int64_val"):
+        vals = getattr(tensor, name)
+        if len(vals):
+            return {"value": float(vals[0])}
+    if len(tensor.half_val):
+        return {"value": float(np.array([tensor.half_val[0]], np.uint16).view(np.float16)[0])}
+    return None

@@ -41,3 +41,16 @@ def register_encoders(register: Any) -> None:
     from .raw import encode
 
     register("event", SINK, encode)
+
+
+@hookimpl
+def register_readers(register: Any) -> None:
+    from plugboard.readers import ReaderSpec
+
+    from .reader import matches, open_reader
+
+    register(
+        ReaderSpec(
+            name=SINK, matches=matches, open=open_reader, description="TensorBoard event files"
+        )
+    )

@@ -1,0 +1,102 @@
+"""Reading runs back: reader plugins, run discovery and incremental reads.
+
+A reader plugin registers a :class:`ReaderSpec` whose ``matches(basename)`` says which files it
+reads and whose ``open(fs, path, decoders)`` returns a :class:`FileReader`. The reader keeps its
+byte offset, so :meth:`FileReader.read_new` called again on a growing file yields only what was
+appended since; a torn last record is left for the next call. Core names no format.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class ReadWarning(UserWarning):
+    """A record could not be read (corrupt, unparsable); the rest of the data is still read."""
+
+
+@dataclass
+class Batch:
+    """What one read of one file produced: scalars as columns, other kinds as rows."""
+
+    tags: list[str] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+    wall_times: list[float] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def add_row(self, kind: str, row: dict[str, Any]) -> None:
+        self.rows.setdefault(kind, []).append(row)
+
+
+class FileReader(Protocol):
+    """An open file of a run; ``read_new`` returns the records appended since the last call."""
+
+    def read_new(self) -> Batch: ...
+
+
+@dataclass(frozen=True)
+class ReaderSpec:
+    """A file format plugboard can read back."""
+
+    name: str
+    matches: Callable[[str], bool]
+    open: Callable[[Any, str, dict[str, Callable[..., Any]]], FileReader]
+    description: str = ""
+
+
+def warn_corrupt(path: str, offset: int, what: str) -> None:
+    """Report a damaged record, naming the file and byte offset."""
+    warnings.warn(f"{path}: {what} at offset {offset}", ReadWarning, stacklevel=3)
+
+
+def _reader_for(readers: dict[str, ReaderSpec], basename: str) -> ReaderSpec | None:
+    for spec in readers.values():
+        if spec.matches(basename):
+            return spec
+    return None
+
+
+class RunReader:
+    """Reads every recognised file under a log dir; calling :meth:`read` again yields only new data.
+
+    Runs are directories holding readable files, named by their path relative to the log dir
+    (``"."`` for the log dir itself).
+    """
+
+    def __init__(self, logdir: str) -> None:
+        import fsspec
+
+        from .registry import get_registry
+
+        if not isinstance(logdir, str) or not logdir:
+            raise TypeError(f"logdir must be a non-empty str path or URL, got {logdir!r}")
+        self.fs, root = fsspec.core.url_to_fs(logdir)
+        self.root = root.rstrip("/") or "/"
+        if not self.fs.isdir(self.root):
+            raise ValueError(f"logdir {logdir!r} is not a directory")
+        reg = get_registry()
+        self._readers = reg.readers
+        self._decoders = reg.decoders
+        self._open: dict[str, tuple[str, FileReader]] = {}
+
+    def _discover(self) -> None:
+        for path in sorted(self.fs.find(self.root)):
+            if path in self._open:
+                continue
+            base = path.rsplit("/", 1)[-1]
+            spec = _reader_for(self._readers, base)
+            if spec is None:
+                continue
+            parent = path.rsplit("/", 1)[0]
+            run = parent[len(self.root) :].strip("/") or "."
+            decoders = {kind: fn for (fmt, kind), fn in self._decoders.items() if fmt == spec.name}
+            self._open[path] = (run, spec.open(self.fs, path, decoders))
+
+    def read(self) -> list[tuple[str, Batch]]:
+        """``(run, batch)`` per file, holding what was appended since the last call."""
+        self._discover()
+        return [(run, reader.read_new()) for run, reader in self._open.values()]

@@ -1,0 +1,177 @@
+"""plugboard.read and the readers: round trips, damaged and live files, fsspec URLs, bad input."""
+
+from __future__ import annotations
+
+import struct
+import warnings
+from pathlib import Path
+
+import fsspec
+import numpy as np
+import pytest
+from conftest import event_files, load_run
+from plugboard import SummaryWriter, read
+from plugboard.framing import frame
+from plugboard.readers import ReadWarning, RunReader
+
+
+def _write(path: Path, n: int = 100, tags: tuple[str, ...] = ("loss", "acc")) -> None:
+    with SummaryWriter(str(path)) as w:
+        for i in range(n):
+            for k, tag in enumerate(tags):
+                w.add_scalar(tag, i * 0.5 + k, i)
+
+
+def test_plugboard_scalars_round_trip_match_event_accumulator(tmp_path: Path) -> None:
+    _write(tmp_path / "a")
+    _write(tmp_path / "b" / "seed1", n=10, tags=("loss",))
+    df = read(str(tmp_path))
+    assert len(df) == 210
+    assert sorted(df["run"].unique()) == ["a", "b/seed1"]
+    acc = load_run(tmp_path / "a")
+    for tag in ("loss", "acc"):
+        got = df[(df.run == "a") & (df.tag == tag)]
+        want = acc.Scalars(tag)
+        assert got["step"].tolist() == [e.step for e in want]
+        assert got["value"].tolist() == [e.value for e in want]
+        assert got["wall_time"].tolist() == [e.wall_time for e in want]
+    only = read(str(tmp_path), runs="b/seed1", tags=["loss"])
+    assert only["step"].tolist() == list(range(10))
+    assert only["value"].tolist() == [i * 0.5 for i in range(10)]
+
+
+def test_torch_and_tensorboardx_scalars_read_back(tmp_path: Path) -> None:
+    import tensorboardX
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    for name, cls in (("torch", TorchWriter), ("tbx", tensorboardX.SummaryWriter)):
+        w = cls(str(tmp_path / name))
+        for i in range(50):
+            w.add_scalar("x", float(i) / 3, i * 2)
+        w.add_scalar("big", 1.5, 2**40)
+        w.close()
+    df = read(str(tmp_path))
+    for name in ("torch", "tbx"):
+        x = df[(df.run == name) & (df.tag == "x")]
+        assert x["step"].tolist() == [i * 2 for i in range(50)]
+        assert np.allclose(x["value"], [np.float32(i / 3) for i in range(50)])
+        big = df[(df.run == name) & (df.tag == "big")]
+        assert big["step"].tolist() == [2**40] and big["value"].tolist() == [1.5]
+
+
+def test_tensor_style_scalar_decoded_by_scalar_kind(tmp_path: Path) -> None:
+    from plugboard_tfevents import proto
+
+    run = tmp_path / "tf2"
+    run.mkdir()
+    events = []
+    for step, (dtype, field, v) in enumerate(
+        [(1, "float_val", 0.25), (2, "double_val", 2.5), (9, "int64_val", 7)]
+    ):
+        tensor = proto.TensorProto(dtype=dtype, tensor_shape=proto.TensorShapeProto())
+        getattr(tensor, field).append(v)
+        value = proto.SummaryValue(tag="t", tensor=tensor, metadata=proto.metadata("scalars"))
+        event = proto.Event(wall_time=1.0 + step, step=step, summary=proto.Summary(value=[value]))
+        events.append(frame(event.SerializeToString()))
+    (run / "events.out.tfevents.1.host").write_bytes(b"".join(events))
+    df = read(str(tmp_path))
+    assert df["value"].tolist() == [0.25, 2.5, 7.0] and df["step"].tolist() == [0, 1, 2]
+
+
+def test_truncated_tail_left_for_next_read_and_live_run_yields_only_new(tmp_path: Path) -> None:
+    _write(tmp_path, n=100, tags=("x",))
+    (path,) = event_files(tmp_path)
+    data = path.read_bytes()
+    path.write_bytes(data[:-3])
+    reader = RunReader(str(tmp_path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (first,) = reader.read()
+    assert first[1].steps == list(range(99))
+    path.write_bytes(data + frame(_scalar_event("x", 100, 7.0)))
+    (second,) = reader.read()
+    assert second[1].steps == [99, 100] and second[1].values[-1] == 7.0
+    (third,) = reader.read()
+    assert third[1].steps == []
+
+
+def _scalar_event(tag: str, step: int, value: float) -> bytes:
+    from plugboard_tfevents import proto
+
+    return proto.Event(
+        wall_time=5.0,
+        step=step,
+        summary=proto.Summary(value=[proto.SummaryValue(tag=tag, simple_value=value)]),
+    ).SerializeToString()
+
+
+def _offsets(data: bytes) -> list[int]:
+    out, pos = [], 0
+    while pos < len(data):
+        out.append(pos)
+        pos += 16 + struct.unpack_from("<Q", data, pos)[0]
+    return out
+
+
+def test_bit_flip_in_data_skips_that_record_and_warns_with_offset(tmp_path: Path) -> None:
+    _write(tmp_path, n=100, tags=("x",))
+    (path,) = event_files(tmp_path)
+    data = bytearray(path.read_bytes())
+    offset = _offsets(bytes(data))[51]  # header + steps 0..49 before it
+    data[offset + 14] ^= 0x04
+    path.write_bytes(bytes(data))
+    with pytest.warns(
+        ReadWarning, match=f"{path.name}: bad data CRC; record skipped at offset {offset}"
+    ):
+        df = read(str(tmp_path))
+    assert df["step"].tolist() == [s for s in range(100) if s != 50]
+
+
+def test_bad_length_crc_skips_rest_of_file_and_other_files_still_read(tmp_path: Path) -> None:
+    _write(tmp_path / "r", n=100, tags=("x",))
+    _write(tmp_path / "s", n=5, tags=("x",))
+    (path,) = event_files(tmp_path / "r")
+    data = bytearray(path.read_bytes())
+    offset = _offsets(bytes(data))[51]
+    data[offset] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.warns(
+        ReadWarning, match=f"bad length CRC; the rest of the file is skipped at offset {offset}"
+    ):
+        df = read(str(tmp_path))
+    assert df[df.run == "r"]["step"].tolist() == list(range(50))
+    assert df[df.run == "s"]["step"].tolist() == list(range(5))
+
+
+def test_memory_url_and_arrow_table(tmp_path: Path) -> None:
+    _write(tmp_path, n=20, tags=("loss",))
+    fs = fsspec.filesystem("memory")
+    (path,) = event_files(tmp_path)
+    fs.pipe_file(f"/read-tests/run1/{path.name}", path.read_bytes())
+    t = read("memory://read-tests", table="arrow")
+    assert t.column_names == ["run", "tag", "step", "wall_time", "value"]
+    assert t.num_rows == 20
+    assert t.column("run").to_pylist() == ["run1"] * 20
+    assert t.column("value").to_pylist() == [i * 0.5 for i in range(20)]
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="table must be one of"):
+        read(str(tmp_path), table="xls")
+    with pytest.raises(TypeError, match="runs must be None"):
+        read(str(tmp_path), runs=5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="is not a directory"):
+        read(str(tmp_path / "missing"))
+    with pytest.raises(TypeError, match="logdir must be"):
+        read(None)  # type: ignore[arg-type]
+
+
+def test_hparams_metadata_only_values_are_not_scalars(tmp_path: Path) -> None:
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    w = TorchWriter(str(tmp_path))
+    w.add_hparams({"lr": 0.1}, {"m": 2.0}, run_name="hp")
+    w.close()
+    df = read(str(tmp_path))
+    assert df[["run", "tag"]].astype(str).values.tolist() == [["hp", "m"]]
+    assert df["value"].tolist() == [2.0]
