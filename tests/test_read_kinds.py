@@ -88,3 +88,45 @@ def test_unknown_kind_gives_empty_table(tmp_path: Path) -> None:
         w.add_scalar("x", 1.0, 0)
     df = read(str(tmp_path), kind="nothing-such")
     assert df.empty and list(df.columns) == ["run", "tag", "step", "wall_time"]
+
+
+def test_audio_round_trip_plugboard_and_torch(tmp_path: Path) -> None:
+    import wave
+
+    snd = (np.sin(np.arange(800) / 5.0) * 0.5).astype(np.float32)
+    for name, cls in _writers()[:2]:
+        w = cls(str(tmp_path / name))
+        w.add_audio("sound", snd, 2, sample_rate=8000)
+        w.close()
+    df = read(str(tmp_path), kind="audio")
+    for name in ("plugboard", "torch"):
+        row = df[df.run == name].iloc[0]
+        want = load_run(tmp_path / name).Audio("sound")[0]
+        assert (row["sample_rate"], row["step"]) == (8000.0, 2)
+        assert row["data"] == want.encoded_audio_string
+        with wave.open(io.BytesIO(row["data"])) as wav:
+            assert wav.getframerate() == 8000 and wav.getnframes() == 800
+
+
+def test_tensor_round_trip_matches_tensor_util(tmp_path: Path) -> None:
+    from tensorboard.util import tensor_util
+
+    arrays = {
+        "f": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "i": np.array([[1], [-2]], dtype=np.int64),
+        "s": np.array(["a", "bé"]),
+    }
+    with SummaryWriter(str(tmp_path)) as w:
+        for tag, arr in arrays.items():
+            w.add_tensor(tag, arr, 3)
+    df = read(str(tmp_path), kind="tensor")
+    acc = load_run(tmp_path)
+    for tag, arr in arrays.items():
+        row = df[df.tag == tag].iloc[0]
+        want = tensor_util.make_ndarray(acc.Tensors(tag)[0].tensor_proto)
+        assert row["shape"] == list(arr.shape) and row["step"] == 3
+        if arr.dtype.kind == "U":
+            assert row["value"].tolist() == arr.tolist() == [s.decode() for s in want.tolist()]
+        else:
+            assert row["dtype"] == arr.dtype.name
+            assert np.array_equal(row["value"], arr) and np.array_equal(want, arr)
