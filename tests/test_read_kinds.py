@@ -130,3 +130,14 @@ def test_tensor_round_trip_matches_tensor_util(tmp_path: Path) -> None:
         else:
             assert row["dtype"] == arr.dtype.name
             assert np.array_equal(row["value"], arr) and np.array_equal(want, arr)
+
+
+def test_hparams_one_row_per_run_with_final_metrics(tmp_path: Path) -> None:
+    for name, cls in _writers()[:2]:
+        w = cls(str(tmp_path / name))
+        w.add_hparams({"lr": 0.1, "opt": "adam", "deep": True}, {"acc": 0.75}, run_name="h")
+        w.close()
+    df = read(str(tmp_path), kind="hparams")
+    assert sorted(df["run"]) == ["plugboard/h", "torch/h"]
+    for _, row in df.iterrows():
+        assert (row["lr"], row["opt"], row["deep"], row["acc"]) == (0.1, "adam", True, 0.75)

@@ -51,6 +51,8 @@ def read(
         for row in batch.rows.get(kind, ())
         if tag_set is None or row["tag"] in tag_set
     ]
+    if kind == "hparams":
+        rows = _hparams_rows(rows, batches)
     if table == "arrow":
         import pyarrow as pa
 
@@ -127,3 +129,25 @@ def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, ta
             "value": value,
         }
     )
+
+
+def _hparams_rows(
+    rows: list[dict[str, Any]], batches: list[tuple[str, Batch]]
+) -> list[dict[str, Any]]:
+    """One row per run: its hparams, then the last value of each scalar tag in that run.
+
+    A metric whose tag equals an hparam name is named ``metric:<tag>``.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        out.setdefault(row["run"], {"run": row["run"]}).update(row["hparams"])
+    for run, b in batches:
+        if run not in out:
+            continue
+        target, last = out[run], {}
+        for tag, step, value in zip(b.tags, b.steps, b.values):
+            if tag not in last or step >= last[tag][0]:
+                last[tag] = (step, value)
+        for tag, (_, value) in last.items():
+            target["metric:" + tag if tag in target else tag] = value
+    return list(out.values())
