@@ -36,6 +36,11 @@ def read(
     ``run, tag, step, wall_time`` plus the fields their decoder gives. ``runs`` and ``tags``
     keep only the named runs (paths relative to ``logdir``, ``"."`` for itself) and tags.
     ``table`` is ``"pandas"`` (a DataFrame) or ``"arrow"`` (a pyarrow Table).
+    Built-in kinds: ``histogram`` (min, max, num, sum, sum_squares, bucket_limit, bucket),
+    ``text`` (value), ``image`` (width, height, colorspace, data: the encoded bytes, e.g.
+    ``PIL.Image.open(io.BytesIO(row.data))``), ``audio`` (sample_rate, num_channels, length,
+    content_type, data), ``tensor`` (dtype, shape, value: a numpy array) and ``hparams`` (one
+    row per run: ``run``, its hparams, then the last value of each scalar tag of that run).
     """
     if table not in FORMATS:
         raise ValueError(f"table must be one of {FORMATS}, got {table!r}")
@@ -144,7 +149,8 @@ def _hparams_rows(
     for run, b in batches:
         if run not in out:
             continue
-        target, last = out[run], {}
+        target = out[run]
+        last: dict[str, tuple[int, float]] = {}
         for tag, step, value in zip(b.tags, b.steps, b.values):
             if tag not in last or step >= last[tag][0]:
                 last[tag] = (step, value)
