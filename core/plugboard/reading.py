@@ -36,6 +36,11 @@ def read(
     ``run, tag, step, wall_time`` plus the fields their decoder gives. ``runs`` and ``tags``
     keep only the named runs (paths relative to ``logdir``, ``"."`` for itself) and tags.
     ``table`` is ``"pandas"`` (a DataFrame) or ``"arrow"`` (a pyarrow Table).
+    Built-in kinds: ``histogram`` (min, max, num, sum, sum_squares, bucket_limit, bucket),
+    ``text`` (value), ``image`` (width, height, colorspace, data: the encoded bytes, e.g.
+    ``PIL.Image.open(io.BytesIO(row.data))``), ``audio`` (sample_rate, num_channels, length,
+    content_type, data), ``tensor`` (dtype, shape, value: a numpy array) and ``hparams`` (one
+    row per run: ``run``, its hparams, then the last value of each scalar tag of that run).
     """
     if table not in FORMATS:
         raise ValueError(f"table must be one of {FORMATS}, got {table!r}")
@@ -51,6 +56,8 @@ def read(
         for row in batch.rows.get(kind, ())
         if tag_set is None or row["tag"] in tag_set
     ]
+    if kind == "hparams":
+        rows = _hparams_rows(rows, batches)
     if table == "arrow":
         import pyarrow as pa
 
@@ -127,3 +134,26 @@ def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, ta
             "value": value,
         }
     )
+
+
+def _hparams_rows(
+    rows: list[dict[str, Any]], batches: list[tuple[str, Batch]]
+) -> list[dict[str, Any]]:
+    """One row per run: its hparams, then the last value of each scalar tag in that run.
+
+    A metric whose tag equals an hparam name is named ``metric:<tag>``.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        out.setdefault(row["run"], {"run": row["run"]}).update(row["hparams"])
+    for run, b in batches:
+        if run not in out:
+            continue
+        target = out[run]
+        last: dict[str, tuple[int, float]] = {}
+        for tag, step, value in zip(b.tags, b.steps, b.values):
+            if tag not in last or step >= last[tag][0]:
+                last[tag] = (step, value)
+        for tag, (_, value) in last.items():
+            target["metric:" + tag if tag in target else tag] = value
+    return list(out.values())

@@ -49,3 +49,22 @@ def register_encoders(register: Any) -> None:
         return encode(tag, step, wall_time, payload)
 
     register("audio", "tfevents", encode_tfevents)
+
+
+def decode_tfevents(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
+    """A ``Summary.Audio`` as metadata plus its encoded bytes (a WAV from torch and plugboard)."""
+    if not value.HasField("audio"):
+        return None
+    audio = value.audio
+    return {
+        "sample_rate": float(audio.sample_rate),
+        "num_channels": int(audio.num_channels),
+        "length": int(audio.length_frames),
+        "content_type": str(audio.content_type),
+        "data": bytes(audio.encoded_audio_string),
+    }
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    register("tfevents", "audio", decode_tfevents)

@@ -38,3 +38,10 @@ def register_encoders(register: Any) -> None:
     from .tfevents import encode
 
     register("histogram", "tfevents", encode)
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    from .tfevents import decode
+
+    register("tfevents", "histogram", decode)

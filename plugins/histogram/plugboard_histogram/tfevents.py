@@ -38,3 +38,19 @@ def encode(tag: str, step: int | None, wall_time: float, h: Histogram | np.ndarr
         h = histogram_of(h)
     value = field_bytes(1, tag.encode("utf-8")) + field_bytes(5, histogram_proto_bytes(h))
     return summary_event(step, wall_time, [value])
+
+
+def decode(value: object, step: int, wall_time: float) -> dict[str, object] | None:
+    """A ``Summary.Value`` holding a ``HistogramProto`` (torch, tensorboardX, TF1, plugboard)."""
+    if not value.HasField("histo"):  # type: ignore[attr-defined]
+        return None
+    h = value.histo  # type: ignore[attr-defined]
+    return {
+        "min": float(h.min),
+        "max": float(h.max),
+        "num": float(h.num),
+        "sum": float(h.sum),
+        "sum_squares": float(h.sum_squares),
+        "bucket_limit": [float(x) for x in h.bucket_limit],
+        "bucket": [float(x) for x in h.bucket],
+    }

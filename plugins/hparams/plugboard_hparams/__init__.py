@@ -28,3 +28,10 @@ def register_encoders(register: Any) -> None:
     from .tfevents import encode
 
     register("hparams", "tfevents", encode)
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    from .tfevents import decode
+
+    register("tfevents", "hparams", decode)

@@ -53,3 +53,15 @@ def encode(tag: str, step: int | None, wall_time: float, summary: HParamsSummary
     """One Event with a metadata-only ``Summary.Value`` (plugin ``hparams``)."""
     value = SummaryValue(tag=tag, metadata=metadata(p.PLUGIN_NAME, plugin_data(summary)))
     return summary_event(step, wall_time, [value])
+
+
+def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
+    """A session-start summary as ``{"hparams": {name: value}}`` (torch, tensorboardX, plugboard)."""
+    meta = value.metadata.plugin_data
+    if meta.plugin_name != p.PLUGIN_NAME or value.tag != p.SESSION_START_INFO_TAG:
+        return None
+    from google.protobuf.json_format import MessageToDict
+
+    data = p.HParamsPluginData.FromString(meta.content)
+    values = data.session_start_info.hparams
+    return {"hparams": {name: MessageToDict(values[name]) for name in sorted(values)}}

@@ -43,3 +43,24 @@ def register_encoders(register: Any) -> None:
         return encode(tag, step, wall_time, payload)
 
     register("image", "tfevents", encode_tfevents)
+
+
+def decode_tfevents(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
+    """A ``Summary.Image`` as metadata plus its encoded bytes, decoded only on demand.
+
+    ``data`` is the PNG (or other encoded) image: ``PIL.Image.open(io.BytesIO(row["data"]))``.
+    """
+    if not value.HasField("image"):
+        return None
+    img = value.image
+    return {
+        "width": int(img.width),
+        "height": int(img.height),
+        "colorspace": int(img.colorspace),
+        "data": bytes(img.encoded_image_string),
+    }
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    register("tfevents", "image", decode_tfevents)

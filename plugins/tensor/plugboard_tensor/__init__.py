@@ -32,3 +32,10 @@ def register_encoders(register: Any) -> None:
     from .tfevents import encode
 
     register("tensor", "tfevents", encode)
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    from .tfevents import decode
+
+    register("tfevents", "tensor", decode)

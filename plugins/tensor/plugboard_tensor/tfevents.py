@@ -61,3 +61,21 @@ def encode(tag: str, step: int | None, wall_time: float, arr: np.ndarray) -> byt
     """One ``Event`` with ``Summary.Value(tag, tensor)``, metadata ``plugin_name='tensor'``."""
     value = SummaryValue(tag=tag, metadata=metadata("tensor"), tensor=tensor_proto(arr))
     return summary_event(step, wall_time, [value])
+
+
+_NUMPY_OF = {code: np.dtype(name).newbyteorder("<") for name, code in DTYPES.items()}
+
+
+def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
+    """A ``tensor``-plugin value as ``dtype``, ``shape`` and the numpy ``value``."""
+    if value.metadata.plugin_data.plugin_name != "tensor" or not value.HasField("tensor"):
+        return None
+    t = value.tensor
+    dims = tuple(int(d.size) for d in t.tensor_shape.dim)
+    if t.dtype == DT_STRING:
+        arr = np.array([s.decode("utf-8", "replace") for s in t.string_val]).reshape(dims)
+    elif t.dtype in _NUMPY_OF and t.tensor_content:
+        arr = np.frombuffer(t.tensor_content, dtype=_NUMPY_OF[t.dtype]).reshape(dims)
+    else:
+        return None
+    return {"dtype": arr.dtype.name, "shape": list(dims), "value": arr}

@@ -32,6 +32,18 @@ def encode_tfevents(tag: str, step: int | None, wall_time: float, text: str) -> 
     return summary_event(step, wall_time, [value])
 
 
+def decode_tfevents(value: Any, step: int, wall_time: float) -> dict[str, str] | None:
+    """A text ``Summary.Value`` (plugin ``text``, DT_STRING tensor) as ``{"value": str}``.
+
+    The tag keeps the writer's spelling (torch and plugboard add ``/text_summary``); a tensor of
+    several strings is joined with newlines.
+    """
+    if value.metadata.plugin_data.plugin_name != "text" or not value.HasField("tensor"):
+        return None
+    strings = [s.decode("utf-8", "replace") for s in value.tensor.string_val]
+    return {"value": "\n".join(strings)}
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     register(
@@ -47,3 +59,8 @@ def register_kinds(register: Any) -> None:
 @hookimpl
 def register_encoders(register: Any) -> None:
     register("text", "tfevents", encode_tfevents)
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    register("tfevents", "text", decode_tfevents)
