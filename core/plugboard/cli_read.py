@@ -220,7 +220,13 @@ def cmd_export(
                     import pyarrow as pa
                     import pyarrow.parquet as pq
 
-                    empty = {"run": [], "tag": [], "step": [], "wall_time": [], "value": []}
+                    empty: dict[str, list[Any]] = {
+                        "run": [],
+                        "tag": [],
+                        "step": [],
+                        "wall_time": [],
+                        "value": [],
+                    }
                     schema = _arrow_schema()
                     pq.write_table(pa.table(empty, schema=schema), fh)
                 else:
