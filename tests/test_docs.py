@@ -16,7 +16,8 @@ The convention (also in docs/plugins.md, "Code blocks in these docs are tested")
   same way and the lines shown after it must appear in its output.
 - An HTML comment on the line right before the fence changes how the block runs; words combine:
   ``<!-- docs-test: continue -->``  runs this block after the previous code block of the file, in
-  one process (the pair is one test, named after the first block's line);
+  one process (the pair is one test, named after the first block's line); a python block and a
+  shell block so joined run one after the other in the same directory;
   ``<!-- docs-test: s3 -->``  runs against a moto S3 server on 127.0.0.1 with bucket ``bucket``
   (credentials and endpoint in the environment), which must hold objects afterwards;
   ``<!-- docs-test: example -->``  the example plugin (examples/plugboard-example) is importable
@@ -324,7 +325,15 @@ def _runner(unit: list[Block]) -> Any:
         return run_python
     if langs <= {"bash", "sh", "console"} and not marks & {"fragment", "pytest"}:
         return run_shell
+    if langs <= {"python", "bash", "sh", "console"} and marks <= {"continue"}:
+        return run_in_turn
     return None
+
+
+def run_in_turn(unit: list[Block], cwd: Path, env: dict[str, str]) -> None:
+    """A python block continued by shell blocks (or the reverse): each in turn, in one directory."""
+    for block in unit:
+        (run_python if block.lang == "python" else run_shell)([block], cwd, env)
 
 
 @pytest.mark.parametrize("unit", UNITS, ids=[u[0].where for u in UNITS])

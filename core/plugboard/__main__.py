@@ -1,4 +1,4 @@
-"""``python -m plugboard plugins`` (also the ``plugboard`` console script)."""
+"""``python -m plugboard plugins|ls|export|plot|board`` (also the ``plugboard`` console script)."""
 
 from __future__ import annotations
 
@@ -51,10 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plugins", help="list installed plugins and what each contributes")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    from . import cli_read
+
+    cli_read.add_parsers(sub)
     args = parser.parse_args(argv)
     if args.command == "plugins":
         return _plugins(args.json)
-    return 2
+    return cli_read.dispatch(args)
 
 
 if __name__ == "__main__":

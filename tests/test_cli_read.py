@@ -1,0 +1,182 @@
+"""``plugboard ls | export | plot | board`` run as real subprocesses on runs plugboard wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from plugboard import SummaryWriter
+from plugboard.cli_read import smooth
+from tb_server import free_port, stop_process_group
+
+
+def pb(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "plugboard", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+def value(i: int, k: int, seed: int) -> float:
+    return 2.0 / (i + 1) + 0.25 * k + 0.1 * seed
+
+
+@pytest.fixture
+def logdir(tmp_path: Path) -> Path:
+    root = tmp_path / "runs"
+    for seed in range(3):
+        with SummaryWriter(str(root / f"seed{seed}")) as w:
+            for i in range(20):
+                for k, tag in enumerate(("loss", "acc")):
+                    w.add_scalar(tag, value(i, k, seed), i)
+    return root
+
+
+def test_ls_table_and_json(logdir: Path) -> None:
+    out = pb("ls", str(logdir))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split()[:4] == ["run", "kind", "tag", "count"]
+    assert any(ln.split()[:5] == ["seed1", "scalar", "loss", "20", "0..19"] for ln in lines)
+    out = pb("ls", str(logdir), "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    scalars = [r for r in rows if r["kind"] == "scalar"]
+    assert {(r["run"], r["tag"]) for r in scalars} == {
+        (f"seed{s}", t) for s in range(3) for t in ("loss", "acc")
+    }
+    for r in scalars:
+        assert (r["count"], r["min_step"], r["max_step"]) == (20, 0, 19)
+        assert abs(r["last_wall_time"] - time.time()) < 600
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet", "jsonl"])
+def test_export_reads_back_the_values_written(logdir: Path, tmp_path: Path, suffix: str) -> None:
+    out_path = tmp_path / f"out.{suffix}"
+    out = pb("export", str(logdir), "-o", str(out_path), "--runs", "seed0", "seed2")
+    assert out.returncode == 0, out.stderr
+    df = {
+        "csv": pd.read_csv,
+        "parquet": pd.read_parquet,
+        "jsonl": lambda p: pd.read_json(p, lines=True),
+    }[suffix](out_path)
+    assert list(df.columns) == ["run", "tag", "step", "wall_time", "value"]
+    assert len(df) == 2 * 2 * 20
+    for row in df.itertuples():
+        seed, k = int(row.run[-1]), ("loss", "acc").index(row.tag)
+        assert row.value == pytest.approx(value(row.step, k, seed), rel=1e-6)
+    again = pb("export", str(logdir), "-o", str(out_path), "--tags", "acc")
+    assert again.returncode == 1 and "--force" in again.stderr
+    forced = pb("export", str(logdir), "-o", str(out_path), "--tags", "acc", "--force")
+    assert forced.returncode == 0, forced.stderr
+    if suffix == "csv":
+        df = pd.read_csv(out_path)
+        assert set(df["tag"]) == {"acc"} and len(df) == 60
+
+
+def test_export_format_flag_and_unknown_suffix(logdir: Path, tmp_path: Path) -> None:
+    out = pb("export", str(logdir), "-o", str(tmp_path / "x.dat"))
+    assert out.returncode == 1 and "--format" in out.stderr and "Traceback" not in out.stderr
+    out = pb("export", str(logdir), "-o", str(tmp_path / "x.dat"), "--format", "jsonl")
+    assert out.returncode == 0, out.stderr
+    assert len(pd.read_json(tmp_path / "x.dat", lines=True)) == 120
+
+
+def _png(path: Path) -> np.ndarray:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        assert im.size == (800, 500)
+        return np.asarray(im.convert("RGB"))
+
+
+@pytest.mark.parametrize("extra", [[], ["--smooth", "0.6"], ["--smooth", "0.6", "--band"]])
+def test_plot_writes_a_non_blank_png(logdir: Path, tmp_path: Path, extra: list[str]) -> None:
+    png = tmp_path / "loss.png"
+    out = pb("plot", str(logdir), "--tag", "loss", "-o", str(png), *extra)
+    assert out.returncode == 0, out.stderr
+    pixels = _png(png)
+    colours = {tuple(p) for p in pixels.reshape(-1, 3)[::7]}
+    assert len(colours) > 10
+
+
+def test_plot_missing_tag_lists_tags(logdir: Path, tmp_path: Path) -> None:
+    out = pb("plot", str(logdir), "--tag", "nope", "-o", str(tmp_path / "x.png"))
+    assert out.returncode == 1
+    assert "'nope'" in out.stderr and "acc, loss" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_smoothing_matches_tensorboard_formula_by_hand() -> None:
+    w = 0.6
+    # by hand: last=0.4*1=0.4 -> /0.4 = 1; last=0.24+0.4*3=1.44 -> /(1-0.36)=2.25;
+    # last=0.864+0.4*2=1.664 -> /(1-0.216)=2.12244...
+    got = smooth([1.0, 3.0, 2.0], w)
+    assert got == pytest.approx([1.0, 2.25, 1.664 / 0.784])
+    assert smooth([1.0, 3.0], 0.0) == [1.0, 3.0]
+    nan = smooth([1.0, float("nan"), 3.0], w)
+    assert nan[0] == 1.0 and nan[1] != nan[1] and nan[2] == pytest.approx(2.25)
+    with pytest.raises(ValueError, match="weight"):
+        smooth([1.0], 1.0)
+
+
+def test_board_serves_the_runs(logdir: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "plugboard", "board", str(logdir), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline, runs = time.monotonic() + 90, None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/data/runs", timeout=5
+                ) as resp:
+                    runs = json.loads(resp.read())
+                if sorted(runs) == ["seed0", "seed1", "seed2"]:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        assert sorted(runs or []) == ["seed0", "seed1", "seed2"]
+    finally:
+        stop_process_group(proc, 10)
+
+
+def test_board_without_tensorboard_says_so(logdir: Path, tmp_path: Path) -> None:
+    fake = tmp_path / "fake" / "tensorboard"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('no tensorboard here')\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(fake.parent), env.get("PYTHONPATH", "")])
+    out = pb("board", str(logdir), env=env)
+    assert out.returncode == 1
+    assert "TensorBoard is not installed" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_bad_arguments(tmp_path: Path, logdir: Path) -> None:
+    out = pb("ls", str(tmp_path / "missing"))
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "not a directory" in out.stderr
+    out = pb("plot", str(logdir), "--tag", "loss", "-o", "x.png", "--smooth", "1.5")
+    assert out.returncode == 2 and "[0, 1)" in out.stderr
+    out = pb("export", str(logdir))
+    assert out.returncode == 2 and "-o/--output" in out.stderr
+    out = pb("export", str(logdir), "-o", "x.csv", "--format", "xml")
+    assert out.returncode == 2 and "invalid choice" in out.stderr
+    out = pb("board", str(logdir), "--port", "abc")
+    assert out.returncode == 2 and "invalid int" in out.stderr
