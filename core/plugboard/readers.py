@@ -27,6 +27,9 @@ class Batch:
     wall_times: list[float] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: more scalars, decoded in bulk by a reader: ``(tag names, codes, step, wall_time, value)``,
+    #: numpy arrays of int32 codes into the names, int64, float64, float64.
+    columns: list[tuple[list[str], Any, Any, Any, Any]] = field(default_factory=list)
 
     def add_row(self, kind: str, row: dict[str, Any]) -> None:
         self.rows.setdefault(kind, []).append(row)

@@ -65,24 +65,34 @@ def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, ta
 
     parts = []
     for run, b in batches:
-        if not b.tags:
-            continue
-        # tag codes per file: the few distinct tags, not a million strings, reach the table
-        index: dict[str, int] = {}
-        code_list = [index.setdefault(t, len(index)) for t in b.tags]
-        names = np.array(list(index), dtype=object)
-        cols = {
-            "tag_names": names,
-            "codes": np.fromiter(code_list, np.int32, len(code_list)),
-            "step": np.fromiter(b.steps, np.int64, len(b.steps)),
-            "wall_time": np.fromiter(b.wall_times, np.float64, len(b.wall_times)),
-            "value": np.fromiter(b.values, np.float64, len(b.values)),
-        }
-        if tag_set is not None:
-            keep = np.isin(names, list(tag_set))[cols["codes"]]
-            for key in ("codes", "step", "wall_time", "value"):
-                cols[key] = cols[key][keep]
-        parts.append((run, cols))
+        chunks = list(b.columns)
+        if b.tags:  # scalars decoded one by one come after the bulk ones of the same read
+            index: dict[str, int] = {}
+            code_list = [index.setdefault(t, len(index)) for t in b.tags]
+            chunks.append(
+                (
+                    list(index),
+                    np.fromiter(code_list, np.int32, len(code_list)),
+                    np.fromiter(b.steps, np.int64, len(b.steps)),
+                    np.fromiter(b.wall_times, np.float64, len(b.wall_times)),
+                    np.fromiter(b.values, np.float64, len(b.values)),
+                )
+            )
+        for tag_names, codes, step, wall, value in chunks:
+            # tag codes per chunk: the few distinct tags, not a million strings, reach the table
+            names = np.array(tag_names, dtype=object)
+            cols = {
+                "tag_names": names,
+                "codes": codes,
+                "step": step,
+                "wall_time": wall,
+                "value": value,
+            }
+            if tag_set is not None:
+                keep = np.isin(names, list(tag_set))[codes]
+                for key in ("codes", "step", "wall_time", "value"):
+                    cols[key] = cols[key][keep]
+            parts.append((run, cols))
     all_tags = sorted({str(t) for _, c in parts for t in c["tag_names"]})
     all_runs = sorted({run for run, _ in parts})
     tag_index = {t: i for i, t in enumerate(all_tags)}
@@ -97,7 +107,7 @@ def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, ta
     )
 
     def cat(key: str, dtype: Any) -> Any:
-        return np.concatenate([c[key] for _, c in parts] or [np.zeros(0, dtype)])
+        return np.concatenate([c.pop(key) for _, c in parts] or [np.zeros(0, dtype)])
 
     step, wall, value = (
         cat("step", np.int64),
