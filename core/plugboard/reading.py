@@ -65,20 +65,8 @@ def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, ta
 
     parts = []
     for run, b in batches:
-        chunks = list(b.columns)
-        if b.tags:  # scalars decoded one by one come after the bulk ones of the same read
-            index: dict[str, int] = {}
-            code_list = [index.setdefault(t, len(index)) for t in b.tags]
-            chunks.append(
-                (
-                    list(index),
-                    np.fromiter(code_list, np.int32, len(code_list)),
-                    np.fromiter(b.steps, np.int64, len(b.steps)),
-                    np.fromiter(b.wall_times, np.float64, len(b.wall_times)),
-                    np.fromiter(b.values, np.float64, len(b.values)),
-                )
-            )
-        for tag_names, codes, step, wall, value in chunks:
+        b.flush_lists()  # scalars decoded one by one come after the bulk ones
+        for tag_names, codes, step, wall, value in b.columns:
             # tag codes per chunk: the few distinct tags, not a million strings, reach the table
             names = np.array(tag_names, dtype=object)
             cols = {

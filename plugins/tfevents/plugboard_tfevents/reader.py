@@ -117,20 +117,7 @@ class EventFileReader:
             step |= (m[:, 12 + q0 + i] & 0x7F).astype(np.uint64) << np.uint64(7 * i)
         raw = np.ascontiguousarray(m[:, 12 + t0 : 12 + t1]).view(f"V{t1 - t0}").ravel()
         uniq, codes = np.unique(raw, return_inverse=True)
-        if batch.tags:  # records decoded one by one before this run keep their place
-            names = list(dict.fromkeys(batch.tags))
-            index = {t: i for i, t in enumerate(names)}
-            batch.columns.append(
-                (
-                    names,
-                    np.fromiter((index[t] for t in batch.tags), np.int32, len(batch.tags)),
-                    np.array(batch.steps, np.int64),
-                    np.array(batch.wall_times, np.float64),
-                    np.array(batch.values, np.float64),
-                )
-            )
-            for lst in (batch.tags, batch.steps, batch.wall_times, batch.values):
-                del lst[:]
+        batch.flush_lists()  # records decoded one by one before this run keep their place
         batch.columns.append(
             (
                 [bytes(u).decode("utf-8", "replace") for u in uniq],
