@@ -85,13 +85,15 @@ def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, ta
     all_runs = sorted({run for run, _ in parts})
     tag_index = {t: i for i, t in enumerate(all_tags)}
     run_index = {r: i for i, r in enumerate(all_runs)}
-    remap = [np.array([tag_index[str(t)] for t in c["tag_names"]], np.int32) for _, c in parts]
+    # the smallest code type, as pandas would pick it: no second copy of the code columns
+    run_t = np.min_scalar_type(-max(len(all_runs), 1))
+    tag_t = np.min_scalar_type(-max(len(all_tags), 1))
+    remap = [np.array([tag_index[str(t)] for t in c["tag_names"]], tag_t) for _, c in parts]
     run_codes = np.concatenate(
-        [np.full(len(c["step"]), run_index[r], np.int32) for r, c in parts]
-        or [np.zeros(0, np.int32)]
+        [np.full(len(c["step"]), run_index[r], run_t) for r, c in parts] or [np.zeros(0, run_t)]
     )
     tag_codes = np.concatenate(
-        [m[c["codes"]] for m, (_, c) in zip(remap, parts)] or [np.zeros(0, np.int32)]
+        [m[c.pop("codes")] for m, (_, c) in zip(remap, parts)] or [np.zeros(0, tag_t)]
     )
 
     def cat(key: str, dtype: Any) -> Any:
@@ -123,5 +125,6 @@ def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, ta
             "step": step,
             "wall_time": wall,
             "value": value,
-        }
+        },
+        copy=False,  # the columns are fresh: no second copy of the table
     )

@@ -24,7 +24,7 @@ _unpack_i = struct.Struct("<I").unpack_from
 _unpack_d = struct.Struct("<d").unpack_from
 _unpack_f = struct.Struct("<f").unpack_from
 #: bytes read per chunk; a record longer than this is read whole.
-CHUNK = 16 << 20
+CHUNK = 4 << 20
 #: most records decoded by one numpy pass; a bulk run shorter than _MIN_RUN pauses bulk tries.
 _MAX_RUN, _MIN_RUN = 65536, 16
 #: Summary.Value payload fields besides simple_value (a proto3 float without presence).
@@ -54,13 +54,15 @@ class EventFileReader:
             f.seek(self.offset)
             rest = b""
             while not self.dead:
-                chunk = f.read(CHUNK)
-                if not chunk:
+                data = f.read(CHUNK)
+                if not data:
                     break
-                data = rest + chunk if rest else chunk
+                if rest:
+                    data = rest + data
                 used = self._scan(data, batch)
                 self.offset += used
                 rest = data[used:]
+                del data  # one chunk in memory at a time
         return batch
 
     def _bulk(
