@@ -12,7 +12,7 @@ import pytest
 from conftest import event_files, load_run
 from plugboard import SummaryWriter, read
 from plugboard.framing import frame
-from plugboard.readers import ReadWarning, RunReader
+from plugboard.readers import Batch, ReadWarning, RunReader
 
 
 def _write(path: Path, n: int = 100, tags: tuple[str, ...] = ("loss", "acc")) -> None:
@@ -87,12 +87,17 @@ def test_truncated_tail_left_for_next_read_and_live_run_yields_only_new(tmp_path
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         (first,) = reader.read()
-    assert first[1].steps == list(range(99))
+    assert _steps(first[1]) == list(range(99))
     path.write_bytes(data + frame(_scalar_event("x", 100, 7.0)))
     (second,) = reader.read()
     assert second[1].steps == [99, 100] and second[1].values[-1] == 7.0
     (third,) = reader.read()
-    assert third[1].steps == []
+    assert _steps(third[1]) == []
+
+
+def _steps(batch: Batch) -> list[int]:
+    """Steps of a batch's scalars, bulk-decoded columns first, in file order."""
+    return [int(s) for c in batch.columns for s in c[2]] + batch.steps
 
 
 def _scalar_event(tag: str, step: int, value: float) -> bytes:
@@ -175,3 +180,45 @@ def test_hparams_metadata_only_values_are_not_scalars(tmp_path: Path) -> None:
     df = read(str(tmp_path))
     assert df[["run", "tag"]].astype(str).values.tolist() == [["hp", "m"]]
     assert df["value"].tolist() == [2.0]
+
+
+def _frames(events: list[tuple[str, int, float]]) -> bytes:
+    return b"".join(frame(_scalar_event(tag, step, value)) for tag, step, value in events)
+
+
+def test_bulk_decoded_runs_keep_steps_of_every_varint_size_and_non_ascii_tags(
+    tmp_path: Path,
+) -> None:
+    # runs of same-length records (decoded at once) for steps of 1..10 varint bytes, negatives too
+    steps = [0, 1, 127, 128, 2**14, 2**21, 2**28, 2**35, 2**42, 2**49, 2**56, 2**62, -1, -(2**40)]
+    events = [(tag, s + i, i / 8) for s in steps for i in range(40) for tag in ("λoss", "acc€")]
+    (tmp_path / "events.out.tfevents.1.x").write_bytes(_frames(events))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        df = read(str(tmp_path))
+    assert list(zip(df.tag, df.step, df.value)) == events
+    assert (df.wall_time == 5.0).all()
+
+
+def test_records_straddling_chunk_boundaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plugboard_tfevents import reader
+
+    events = [(f"t{i % 3}", i, float(i)) for i in range(500)]
+    (tmp_path / "events.out.tfevents.1.x").write_bytes(_frames(events))
+    monkeypatch.setattr(reader, "CHUNK", 1000)  # not a multiple of the record size
+    df = read(str(tmp_path))
+    assert list(zip(df.tag, df.step, df.value)) == events
+
+
+def test_bit_flip_inside_a_bulk_run_reports_that_record_only(tmp_path: Path) -> None:
+    events = [("x", i, float(i)) for i in range(1000)]
+    path = tmp_path / "events.out.tfevents.1.x"
+    data = bytearray(_frames(events))
+    offset = _offsets(bytes(data))[700]
+    data[offset + 20] ^= 0x10  # inside wall_time: only the data CRC can tell
+    path.write_bytes(bytes(data))
+    with pytest.warns(ReadWarning, match=f"bad data CRC; record skipped at offset {offset}$"):
+        df = read(str(tmp_path))
+    assert df["step"].tolist() == [i for i in range(1000) if i != 700]

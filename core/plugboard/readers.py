@@ -27,9 +27,32 @@ class Batch:
     wall_times: list[float] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: more scalars, decoded in bulk by a reader: ``(tag names, codes, step, wall_time, value)``,
+    #: numpy arrays of int32 codes into the names, int64, float64, float64.
+    columns: list[tuple[list[str], Any, Any, Any, Any]] = field(default_factory=list)
 
     def add_row(self, kind: str, row: dict[str, Any]) -> None:
         self.rows.setdefault(kind, []).append(row)
+
+    def flush_lists(self) -> None:
+        """Move the list scalars to the end of ``columns``, keeping file order."""
+        import numpy as np
+
+        if not self.tags:
+            return
+        index: dict[str, int] = {}
+        codes = [index.setdefault(t, len(index)) for t in self.tags]
+        self.columns.append(
+            (
+                list(index),
+                np.fromiter(codes, np.int32, len(codes)),
+                np.fromiter(self.steps, np.int64, len(self.steps)),
+                np.fromiter(self.wall_times, np.float64, len(self.wall_times)),
+                np.fromiter(self.values, np.float64, len(self.values)),
+            )
+        )
+        for column in (self.tags, self.steps, self.wall_times, self.values):
+            del column[:]
 
 
 class FileReader(Protocol):

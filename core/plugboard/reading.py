@@ -72,39 +72,39 @@ def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, ta
 
     parts = []
     for run, b in batches:
-        if not b.tags:
-            continue
-        # tag codes per file: the few distinct tags, not a million strings, reach the table
-        index: dict[str, int] = {}
-        code_list = [index.setdefault(t, len(index)) for t in b.tags]
-        names = np.array(list(index), dtype=object)
-        cols = {
-            "tag_names": names,
-            "codes": np.fromiter(code_list, np.int32, len(code_list)),
-            "step": np.fromiter(b.steps, np.int64, len(b.steps)),
-            "wall_time": np.fromiter(b.wall_times, np.float64, len(b.wall_times)),
-            "value": np.fromiter(b.values, np.float64, len(b.values)),
-        }
-        if tag_set is not None:
-            keep = np.isin(names, list(tag_set))[cols["codes"]]
-            for key in ("codes", "step", "wall_time", "value"):
-                cols[key] = cols[key][keep]
-        parts.append((run, cols))
+        b.flush_lists()  # scalars decoded one by one come after the bulk ones
+        for tag_names, codes, step, wall, value in b.columns:
+            # tag codes per chunk: the few distinct tags, not a million strings, reach the table
+            names = np.array(tag_names, dtype=object)
+            cols = {
+                "tag_names": names,
+                "codes": codes,
+                "step": step,
+                "wall_time": wall,
+                "value": value,
+            }
+            if tag_set is not None:
+                keep = np.isin(names, list(tag_set))[codes]
+                for key in ("codes", "step", "wall_time", "value"):
+                    cols[key] = cols[key][keep]
+            parts.append((run, cols))
     all_tags = sorted({str(t) for _, c in parts for t in c["tag_names"]})
     all_runs = sorted({run for run, _ in parts})
     tag_index = {t: i for i, t in enumerate(all_tags)}
     run_index = {r: i for i, r in enumerate(all_runs)}
-    remap = [np.array([tag_index[str(t)] for t in c["tag_names"]], np.int32) for _, c in parts]
+    # the smallest code type, as pandas would pick it: no second copy of the code columns
+    run_t = np.min_scalar_type(-max(len(all_runs), 1))
+    tag_t = np.min_scalar_type(-max(len(all_tags), 1))
+    remap = [np.array([tag_index[str(t)] for t in c["tag_names"]], tag_t) for _, c in parts]
     run_codes = np.concatenate(
-        [np.full(len(c["step"]), run_index[r], np.int32) for r, c in parts]
-        or [np.zeros(0, np.int32)]
+        [np.full(len(c["step"]), run_index[r], run_t) for r, c in parts] or [np.zeros(0, run_t)]
     )
     tag_codes = np.concatenate(
-        [m[c["codes"]] for m, (_, c) in zip(remap, parts)] or [np.zeros(0, np.int32)]
+        [m[c.pop("codes")] for m, (_, c) in zip(remap, parts)] or [np.zeros(0, tag_t)]
     )
 
     def cat(key: str, dtype: Any) -> Any:
-        return np.concatenate([c[key] for _, c in parts] or [np.zeros(0, dtype)])
+        return np.concatenate([c.pop(key) for _, c in parts] or [np.zeros(0, dtype)])
 
     step, wall, value = (
         cat("step", np.int64),
@@ -132,7 +132,8 @@ def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, ta
             "step": step,
             "wall_time": wall,
             "value": value,
-        }
+        },
+        copy=False,  # the columns are fresh: no second copy of the table
     )
 
 
