@@ -180,3 +180,24 @@ def test_bad_arguments(tmp_path: Path, logdir: Path) -> None:
     assert out.returncode == 2 and "invalid choice" in out.stderr
     out = pb("board", str(logdir), "--port", "abc")
     assert out.returncode == 2 and "invalid int" in out.stderr
+
+
+def test_long_runs_of_one_tag_are_listed_exported_and_plotted_whole(tmp_path: Path) -> None:
+    # 300 records of one length: the reader decodes them in bulk (numpy columns, not lists)
+    with SummaryWriter(str(tmp_path / "runs" / "long")) as w:
+        for step in range(300):
+            w.add_scalar("loss", 1.0 / (step + 1), step)
+    runs = str(tmp_path / "runs")
+    listed = pb("ls", runs, "--json")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert (row["count"], row["min_step"], row["max_step"]) == (300, 0, 299)
+    out_path = tmp_path / "long.csv"
+    assert pb("export", runs, "-o", str(out_path)).returncode == 0
+    df = pd.read_csv(out_path)
+    assert df["step"].tolist() == list(range(300))
+    assert np.allclose(df["value"], 1.0 / (df["step"] + 1), rtol=1e-6)
+    png = tmp_path / "long.png"
+    plotted = pb("plot", runs, "--tag", "loss", "-o", str(png))
+    assert plotted.returncode == 0, plotted.stderr
+    assert len(np.unique(_png(png).reshape(-1, _png(png).shape[-1]), axis=0)) > 10

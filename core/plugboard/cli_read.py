@@ -32,9 +32,7 @@ def _reader(logdir: str) -> RunReader:
 
 def iter_file_batches(logdir: str) -> Iterator[tuple[str, Batch]]:
     """``(run, batch)`` one file at a time, so only one file's records are held at once."""
-    rr = _reader(logdir)
-    rr._discover()
-    for run, reader in list(rr._open.values()):
+    for run, reader in _reader(logdir).discover():
         yield run, reader.read_new()
 
 
@@ -61,8 +59,9 @@ def summarize(logdir: str) -> list[dict[str, Any]]:
         s["last_wall_time"] = max(s["last_wall_time"], wall)
 
     for run, b in iter_file_batches(logdir):
-        for tag, step, wall in zip(b.tags, b.steps, b.wall_times):
-            add(run, "scalar", tag, int(step), float(wall))
+        tags, steps, walls, _ = b.scalars()
+        for tag, step, wall in zip(tags.tolist(), steps.tolist(), walls.tolist()):
+            add(run, "scalar", tag, step, wall)
         for kind, rows in b.rows.items():
             for row in rows:
                 add(run, kind, str(row["tag"]), int(row["step"]), float(row["wall_time"]))
@@ -127,13 +126,16 @@ class _Progress:
 
 
 def _scalar_columns(run: str, b: Batch, tags: set[str] | None) -> dict[str, list[Any]]:
-    keep = [i for i, t in enumerate(b.tags) if tags is None or t in tags]
+    tag, step, wall, value = b.scalars()
+    if tags is not None:
+        keep = [t in tags for t in tag.tolist()]
+        tag, step, wall, value = tag[keep], step[keep], wall[keep], value[keep]
     return {
-        "run": [run] * len(keep),
-        "tag": [b.tags[i] for i in keep],
-        "step": [int(b.steps[i]) for i in keep],
-        "wall_time": [float(b.wall_times[i]) for i in keep],
-        "value": [float(b.values[i]) for i in keep],
+        "run": [run] * len(tag),
+        "tag": tag.tolist(),
+        "step": step.tolist(),
+        "wall_time": wall.tolist(),
+        "value": value.tolist(),
     }
 
 
@@ -167,9 +169,7 @@ def cmd_export(
             )
     if os.path.exists(out) and not force:
         raise CliError(f"{out} exists; pass --force to overwrite it")
-    rr = _reader(logdir)
-    rr._discover()
-    files = list(rr._open.values())
+    files = _reader(logdir).discover()
     run_set, tag_set = (set(runs) if runs else None), (set(tags) if tags else None)
     tmp = out + ".partial"
     progress = _Progress(len(files))
@@ -278,8 +278,9 @@ def cmd_plot(
     for run, b in iter_file_batches(logdir):
         if run_set is not None and run not in run_set:
             continue
-        seen.update(b.tags)
-        for t, step, v in zip(b.tags, b.steps, b.values):
+        tags, steps, _, values = b.scalars()
+        seen.update(tags.tolist())
+        for t, step, v in zip(tags.tolist(), steps.tolist(), values.tolist()):
             if t == tag:
                 series.setdefault(run, {})[int(step)] = float(v)
     if not series:

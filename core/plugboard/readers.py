@@ -34,6 +34,27 @@ class Batch:
     def add_row(self, kind: str, row: dict[str, Any]) -> None:
         self.rows.setdefault(kind, []).append(row)
 
+    def scalars(self) -> tuple[Any, Any, Any, Any]:
+        """Every scalar of this batch as numpy arrays ``(tag, step, wall_time, value)``, in file
+        order (tags as an object array of str)."""
+        import numpy as np
+
+        self.flush_lists()
+        if not self.columns:
+            return (
+                np.empty(0, object),
+                np.empty(0, np.int64),
+                np.empty(0, np.float64),
+                np.empty(0, np.float64),
+            )
+        parts = self.columns
+        return (
+            np.concatenate([np.asarray(names, dtype=object)[codes] for names, codes, *_ in parts]),
+            np.concatenate([p[2] for p in parts]),
+            np.concatenate([p[3] for p in parts]),
+            np.concatenate([p[4] for p in parts]),
+        )
+
     def flush_lists(self) -> None:
         """Move the list scalars to the end of ``columns``, keeping file order."""
         import numpy as np
@@ -106,7 +127,9 @@ class RunReader:
         self._decoders = reg.decoders
         self._open: dict[str, tuple[str, FileReader]] = {}
 
-    def _discover(self) -> None:
+    def discover(self) -> list[tuple[str, FileReader]]:
+        """``(run, reader)`` for every recognised file, new files included: read them one by one
+        (``reader.read_new()``) to hold one file's records at a time."""
         for path in sorted(self.fs.find(self.root)):
             if path in self._open:
                 continue
@@ -118,8 +141,8 @@ class RunReader:
             run = parent[len(self.root) :].strip("/") or "."
             decoders = {kind: fn for (fmt, kind), fn in self._decoders.items() if fmt == spec.name}
             self._open[path] = (run, spec.open(self.fs, path, decoders))
+        return list(self._open.values())
 
     def read(self) -> list[tuple[str, Batch]]:
         """``(run, batch)`` per file, holding what was appended since the last call."""
-        self._discover()
-        return [(run, reader.read_new()) for run, reader in self._open.values()]
+        return [(run, reader.read_new()) for run, reader in self.discover()]
