@@ -141,3 +141,14 @@ def test_hparams_one_row_per_run_with_final_metrics(tmp_path: Path) -> None:
     assert sorted(df["run"]) == ["plugboard/h", "torch/h"]
     for _, row in df.iterrows():
         assert (row["lr"], row["opt"], row["deep"], row["acc"]) == (0.1, "adam", True, 0.75)
+
+
+def test_hparams_final_metrics_come_from_long_runs_decoded_in_bulk(tmp_path: Path) -> None:
+    # 300 same-length loss records are decoded in bulk: the final value must still be found
+    with SummaryWriter(str(tmp_path / "trial")) as w:
+        for step in range(300):
+            w.add_scalar("loss", 1.0 / (step + 1), step)
+        w.add_hparams({"lr": 0.01}, {"best": 0.5}, own_run=True)
+    (row,) = read(str(tmp_path), kind="hparams").to_dict("records")
+    assert row["run"] == "trial" and row["lr"] == 0.01 and row["best"] == 0.5
+    assert abs(row["loss"] - 1.0 / 300) < 1e-6

@@ -20,6 +20,9 @@ class Kind:
     ``log``, when set, is how ``add_value(name, tag, value, global_step, walltime)`` logs a kind
     that is not one record (files beside the run, several records): it is called as
     ``log(writer, tag, value, global_step, walltime)`` instead of ``convert`` plus ``emit``.
+    ``read_table``, when set, shapes what ``plugboard.read(kind=name)`` returns: it is called as
+    ``read_table(rows, batches)`` with the decoded rows (each with its ``run``) and every
+    ``(run, Batch)`` read, and returns the rows of the table (say, one row per run).
     """
 
     name: str
@@ -28,6 +31,7 @@ class Kind:
     heavy: bool = False
     description: str = ""
     log: Callable[..., None] | None = None
+    read_table: Callable[..., list[dict[str, Any]]] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -36,6 +40,8 @@ class Kind:
             raise TypeError(f"Kind {self.name!r}: convert must be callable")
         if self.log is not None and not callable(self.log):
             raise TypeError(f"Kind {self.name!r}: log must be callable")
+        if self.read_table is not None and not callable(self.read_table):
+            raise TypeError(f"Kind {self.name!r}: read_table must be callable")
         for method_name, fn in self.methods.items():
             if not method_name.startswith("add_") or not method_name.isidentifier():
                 raise ValueError(

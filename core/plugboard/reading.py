@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .readers import Batch, RunReader
+from .registry import get_registry
 
 FORMATS = ("pandas", "arrow")
 
@@ -40,7 +41,8 @@ def read(
     ``text`` (value), ``image`` (width, height, colorspace, data: the encoded bytes, e.g.
     ``PIL.Image.open(io.BytesIO(row.data))``), ``audio`` (sample_rate, num_channels, length,
     content_type, data), ``tensor`` (dtype, shape, value: a numpy array) and ``hparams`` (one
-    row per run: ``run``, its hparams, then the last value of each scalar tag of that run).
+    row per run: ``run``, its hparams, then the last value of each scalar tag of that run). A
+    kind's ``read_table`` (see :class:`plugboard.Kind`) may reshape its rows so.
     """
     if table not in FORMATS:
         raise ValueError(f"table must be one of {FORMATS}, got {table!r}")
@@ -56,8 +58,9 @@ def read(
         for row in batch.rows.get(kind, ())
         if tag_set is None or row["tag"] in tag_set
     ]
-    if kind == "hparams":
-        rows = _hparams_rows(rows, batches)
+    shape = getattr(get_registry().kinds.get(kind), "read_table", None)
+    if shape is not None:
+        rows = shape(rows, batches)
     if table == "arrow":
         import pyarrow as pa
 
@@ -135,26 +138,3 @@ def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, ta
         },
         copy=False,  # the columns are fresh: no second copy of the table
     )
-
-
-def _hparams_rows(
-    rows: list[dict[str, Any]], batches: list[tuple[str, Batch]]
-) -> list[dict[str, Any]]:
-    """One row per run: its hparams, then the last value of each scalar tag in that run.
-
-    A metric whose tag equals an hparam name is named ``metric:<tag>``.
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        out.setdefault(row["run"], {"run": row["run"]}).update(row["hparams"])
-    for run, b in batches:
-        if run not in out:
-            continue
-        target = out[run]
-        last: dict[str, tuple[int, float]] = {}
-        for tag, step, value in zip(b.tags, b.steps, b.values):
-            if tag not in last or step >= last[tag][0]:
-                last[tag] = (step, value)
-        for tag, (_, value) in last.items():
-            target["metric:" + tag if tag in target else tag] = value
-    return list(out.values())

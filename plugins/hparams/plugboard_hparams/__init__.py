@@ -7,6 +7,7 @@ from typing import Any
 from plugboard import Kind, hookimpl
 
 from .methods import HParamsSummary, add_hparams, convert
+from .table import per_run
 
 __all__ = ["HParamsSummary", "add_hparams"]
 
@@ -18,6 +19,7 @@ def register_kinds(register: Any) -> None:
             name="hparams",
             convert=convert,
             methods={"add_hparams": add_hparams},
+            read_table=per_run,
             description="hyper-parameters and metrics of a trial",
         )
     )
