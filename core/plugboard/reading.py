@@ -76,44 +76,42 @@ def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, ta
     parts = []
     for run, b in batches:
         b.flush_lists()  # scalars decoded one by one come after the bulk ones
-        for tag_names, codes, step, wall, value in b.columns:
+        columns, b.columns = b.columns, []  # the table owns them now: each is freed once copied
+        for tag_names, codes, step, wall, value in columns:
             # tag codes per chunk: the few distinct tags, not a million strings, reach the table
             names = np.array(tag_names, dtype=object)
-            cols = {
-                "tag_names": names,
-                "codes": codes,
-                "step": step,
-                "wall_time": wall,
-                "value": value,
-            }
+            cols = {"codes": codes, "step": step, "wall_time": wall, "value": value}
             if tag_set is not None:
                 keep = np.isin(names, list(tag_set))[codes]
-                for key in ("codes", "step", "wall_time", "value"):
-                    cols[key] = cols[key][keep]
-            parts.append((run, cols))
-    all_tags = sorted({str(t) for _, c in parts for t in c["tag_names"]})
-    all_runs = sorted({run for run, _ in parts})
+                cols = {key: col[keep] for key, col in cols.items()}
+            parts.append((run, names, cols))
+        del columns
+    all_tags = sorted({str(t) for _, names, _ in parts for t in names})
+    all_runs = sorted({run for run, _, _ in parts})
     tag_index = {t: i for i, t in enumerate(all_tags)}
     run_index = {r: i for i, r in enumerate(all_runs)}
     # the smallest code type, as pandas would pick it: no second copy of the code columns
     run_t = np.min_scalar_type(-max(len(all_runs), 1))
     tag_t = np.min_scalar_type(-max(len(all_tags), 1))
-    remap = [np.array([tag_index[str(t)] for t in c["tag_names"]], tag_t) for _, c in parts]
-    run_codes = np.concatenate(
-        [np.full(len(c["step"]), run_index[r], run_t) for r, c in parts] or [np.zeros(0, run_t)]
-    )
-    tag_codes = np.concatenate(
-        [m[c.pop("codes")] for m, (_, c) in zip(remap, parts)] or [np.zeros(0, tag_t)]
-    )
+    sizes = [len(c["step"]) for _, _, c in parts]
+    bounds = np.cumsum([0, *sizes])
 
-    def cat(key: str, dtype: Any) -> Any:
-        return np.concatenate([c.pop(key) for _, c in parts] or [np.zeros(0, dtype)])
+    def column(dtype: Any, piece: Any) -> Any:
+        """One output column filled part by part; each part's source array is dropped once
+        copied, so the peak is the parts plus one column, not the parts plus the table."""
+        out = np.empty(int(bounds[-1]), dtype)
+        for i, part in enumerate(parts):
+            out[bounds[i] : bounds[i + 1]] = piece(part)
+        return out
 
-    step, wall, value = (
-        cat("step", np.int64),
-        cat("wall_time", np.float64),
-        cat("value", np.float64),
+    run_codes = column(run_t, lambda p: run_index[p[0]])
+    tag_codes = column(
+        tag_t,
+        lambda p: np.array([tag_index[str(t)] for t in p[1]], tag_t)[p[2].pop("codes")],
     )
+    step = column(np.int64, lambda p: p[2].pop("step"))
+    wall = column(np.float64, lambda p: p[2].pop("wall_time"))
+    value = column(np.float64, lambda p: p[2].pop("value"))
     if table == "arrow":
         import pyarrow as pa
 
