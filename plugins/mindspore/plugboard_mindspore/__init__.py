@@ -3,7 +3,9 @@
 It registers the ``mindspore`` sink, the ``anf_graph`` kind (a serialized anf_ir ``ModelProto``,
 what ``SummaryRecord.add_value('graph', ...)`` takes), and teaches the sink the built-in kinds
 scalar, image, tensor and histogram plus the lineage kinds (train_lineage, eval_lineage,
-dataset_graph, custom_lineage_data, landscape) with MindSpore's own encodings.
+dataset_graph, custom_lineage_data, landscape) with MindSpore's own encodings. It reads summary
+and lineage files back too (the ``mindspore`` reader, see :mod:`plugboard_mindspore.reader`)
+with decoders for scalar, image, tensor, histogram, anf_graph and the four lineage kinds.
 """
 
 from __future__ import annotations
@@ -68,3 +70,29 @@ def register_encoders(register: Any) -> None:
     register("anf_graph", SINK, encoders.encode_graph)
     for kind, field in LINEAGE_FIELDS.items():
         register(kind, SINK, encoders.lineage_encoder(field))
+
+
+@hookimpl
+def register_readers(register: Any) -> None:
+    from plugboard.readers import ReaderSpec
+
+    from .reader import matches, open_reader
+
+    register(
+        ReaderSpec(
+            name=SINK, matches=matches, open=open_reader, description="MindSpore summary files"
+        )
+    )
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    from . import decoders
+
+    register(SINK, "scalar", decoders.decode_scalar)
+    register(SINK, "image", decoders.decode_image)
+    register(SINK, "tensor", decoders.decode_tensor)
+    register(SINK, "histogram", decoders.decode_histogram)
+    register(SINK, "anf_graph", decoders.decode_graph)
+    for kind, field in LINEAGE_FIELDS.items():
+        register(SINK, kind, decoders.lineage_decoder(field))
