@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -9,10 +10,12 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import load_run
 from plugboard import SummaryWriter
 from plugboard.cli_read import smooth
 from tb_server import free_port, stop_process_group
@@ -201,3 +204,100 @@ def test_long_runs_of_one_tag_are_listed_exported_and_plotted_whole(tmp_path: Pa
     plotted = pb("plot", runs, "--tag", "loss", "-o", str(png))
     assert plotted.returncode == 0, plotted.stderr
     assert len(np.unique(_png(png).reshape(-1, _png(png).shape[-1]), axis=0)) > 10
+
+
+def _exported(path: Path, fmt: str) -> list[dict[str, Any]]:
+    """The rows of an export, read with the standard library (csv, json) or pyarrow, and their
+    cells decoded as documented: base64 bytes, JSON-text lists in csv, .npy bytes in parquet."""
+    import base64
+    import csv
+
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(path).to_pylist()
+        for row in rows:
+            if isinstance(row.get("value"), bytes):  # a tensor: .npy bytes
+                row["value"] = np.load(io.BytesIO(row["value"])).tolist()
+        return rows
+    if fmt == "jsonl":
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+    else:
+        with open(path, newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        for row in rows:
+            for key, cell in row.items():
+                if cell[:1] in ("[", "{"):
+                    row[key] = json.loads(cell)
+    for row in rows:
+        if "data" in row:
+            row["data"] = base64.b64decode(row["data"])
+    return rows
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_export_kind_writes_every_field_of_every_kind(tmp_path: Path, fmt: str) -> None:
+    from tensorboard.util import tensor_util
+
+    run = tmp_path / "runs" / "r"
+    rng = np.random.default_rng(5)
+    with SummaryWriter(str(run)) as w:
+        for step in range(2):
+            w.add_histogram("h", rng.normal(size=50), step)
+            w.add_image("img", rng.random((3, 4, 5)), step)
+            w.add_tensor("t", rng.normal(size=(2, 3)).astype(np.float32), step)
+            w.add_audio("a", np.sin(np.arange(300) / 3), step, sample_rate=8000)
+            w.add_text("note", f"step **{step}**", step)
+    acc = load_run(run)
+    logdir = str(tmp_path / "runs")
+
+    def export(kind: str) -> list[dict[str, Any]]:
+        out_path = tmp_path / f"{kind}.{fmt}"
+        out = pb("export", logdir, "-o", str(out_path), "--kind", kind)
+        assert out.returncode == 0, out.stderr
+        assert f"wrote 2 {kind} rows" in out.stderr
+        rows = _exported(out_path, fmt)
+        assert [r["run"] for r in rows] == ["r", "r"] and [int(r["step"]) for r in rows] == [0, 1]
+        return rows
+
+    for row, e in zip(export("histogram"), acc.Histograms("h")):
+        assert row["bucket_limit"] == list(e.histogram_value.bucket_limit)
+        assert row["bucket"] == list(e.histogram_value.bucket)
+        assert float(row["sum_squares"]) == e.histogram_value.sum_squares
+        assert float(row["wall_time"]) == e.wall_time
+    for row, e in zip(export("image"), acc.Images("img")):
+        assert row["data"] == e.encoded_image_string
+        assert (int(row["width"]), int(row["height"])) == (e.width, e.height)
+    for row, e in zip(export("tensor"), acc.Tensors("t")):
+        assert row["value"] == tensor_util.make_ndarray(e.tensor_proto).tolist()
+        assert row["dtype"] == "float32" and row["shape"] == [2, 3]
+    for row, e in zip(export("audio"), acc.Audio("a")):
+        assert row["data"] == e.encoded_audio_string
+        assert float(row["sample_rate"]) == e.sample_rate == 8000
+    assert [r["value"] for r in export("text")] == ["step **0**", "step **1**"]
+
+
+def test_export_kind_hparams_gives_one_row_per_trial(tmp_path: Path) -> None:
+    import csv
+
+    with SummaryWriter(str(tmp_path / "runs")) as w:
+        for lr in (0.1, 0.01):
+            w.add_hparams({"lr": lr, "opt": "sgd"}, {"hp/acc": lr * 5}, run_name=f"lr{lr}")
+    out_path = tmp_path / "hp.csv"
+    out = pb("export", str(tmp_path / "runs"), "-o", str(out_path), "--kind", "hparams")
+    assert out.returncode == 0, out.stderr
+    with open(out_path, newline="") as fh:
+        rows = sorted(csv.DictReader(fh), key=lambda r: r["run"])
+    assert [(r["run"], float(r["lr"]), r["opt"]) for r in rows] == [
+        ("lr0.01", 0.01, "sgd"),
+        ("lr0.1", 0.1, "sgd"),
+    ]
+    assert [float(r["hp/acc"]) for r in rows] == pytest.approx([0.05, 0.5], rel=1e-7)  # float32
+
+
+def test_export_unknown_kind_is_a_one_line_error(logdir: Path, tmp_path: Path) -> None:
+    out = pb("export", str(logdir), "-o", str(tmp_path / "x.csv"), "--kind", "nope")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert "unknown kind 'nope'" in out.stderr and "histogram" in out.stderr
+    assert not (tmp_path / "x.csv").exists()

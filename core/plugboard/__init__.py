@@ -42,6 +42,7 @@ _LAZY = {
     "Operation": "plugboard.summary_record",
     "OperationParameter": "plugboard.summary_record",
     "read": "plugboard.reading",
+    "convert": "plugboard.conversion",
 }
 
 __all__ = [
@@ -70,6 +71,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from .conversion import convert as convert
     from .reading import read as read
     from .registry import get_registry as get_registry
     from .writer import SummaryWriter as SummaryWriter

@@ -1,4 +1,4 @@
-"""``python -m plugboard plugins|ls|export|plot|board`` (also the ``plugboard`` console script)."""
+"""``python -m plugboard plugins|ls|export|plot|board|convert`` (also the ``plugboard`` console script)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``plugboard ls | export | plot | board``: look at a log dir from the shell.
+"""``plugboard ls | export | plot | board | convert``: look at a log dir from the shell.
 
 Heavy libraries (pyarrow, matplotlib, tqdm, tensorboard) are imported only by the command
 that needs them.
@@ -6,6 +6,7 @@ that needs them.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -17,6 +18,8 @@ from typing import Any
 from .readers import Batch, RunReader
 
 EXPORT_FORMATS = ("csv", "parquet", "jsonl")
+#: The kind of a Batch's scalar columns (the essential scalar kind) and export's default.
+SCALAR = "scalar"
 
 
 class CliError(Exception):
@@ -97,8 +100,8 @@ def cmd_ls(logdir: str, as_json: bool) -> int:
 class _Progress:
     """tqdm when importable, else a one-line counter; silent unless stderr is a TTY."""
 
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.bar = total, 0, None
+    def __init__(self, total: int, what: str = "export") -> None:
+        self.total, self.done, self.bar, self.what = total, 0, None, what
         self.on = sys.stderr.isatty()
         if self.on:
             try:
@@ -115,7 +118,7 @@ class _Progress:
         if self.bar is not None:
             self.bar.update(1)
         else:
-            print(f"\rexport: {self.done}/{self.total} files", end="", file=sys.stderr)
+            print(f"\r{self.what}: {self.done}/{self.total} files", end="", file=sys.stderr)
 
     def close(self) -> None:
         if self.on:
@@ -125,18 +128,78 @@ class _Progress:
                 print(file=sys.stderr)
 
 
-def _scalar_columns(run: str, b: Batch, tags: set[str] | None) -> dict[str, list[Any]]:
+SCALAR_COLUMNS = ("run", "tag", "step", "wall_time", "value")
+ROW_COLUMNS = ("run", "tag", "step", "wall_time")
+
+
+def _scalar_records(run: str, b: Batch, tags: set[str] | None) -> list[tuple[Any, ...]]:
     tag, step, wall, value = b.scalars()
     if tags is not None:
         keep = [t in tags for t in tag.tolist()]
         tag, step, wall, value = tag[keep], step[keep], wall[keep], value[keep]
-    return {
-        "run": [run] * len(tag),
-        "tag": tag.tolist(),
-        "step": step.tolist(),
-        "wall_time": wall.tolist(),
-        "value": value.tolist(),
-    }
+    return list(zip([run] * len(tag), tag.tolist(), step.tolist(), wall.tolist(), value.tolist()))
+
+
+def _kind_rows(run: str, b: Batch, kind: Any, tags: set[str] | None) -> list[dict[str, Any]]:
+    """The decoded rows of ``kind`` in one file, shaped by the kind's ``read_table`` (applied to
+    this file's rows and batch: memory stays one file's worth)."""
+    rows = [
+        {"run": run, **row}
+        for row in b.rows.get(kind.name, ())
+        if tags is None or row["tag"] in tags
+    ]
+    if kind.read_table is not None and rows:
+        rows = kind.read_table(rows, [(run, b)])
+    return rows
+
+
+def _json_default(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, complex):
+        return [value.real, value.imag]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"cannot export a {type(value).__name__} value")
+
+
+def _npy(array: Any) -> bytes:
+    import io
+
+    import numpy as np
+
+    out = io.BytesIO()
+    np.save(out, array, allow_pickle=False)
+    return out.getvalue()
+
+
+def export_cell(value: Any, fmt: str) -> Any:
+    """One decoded field as a cell of ``fmt``.
+
+    bytes (encoded images and audio): base64 text in csv and jsonl, binary in parquet. NumPy
+    arrays (tensors): nested lists in jsonl, their JSON text in csv, ``.npy`` bytes in parquet
+    (``numpy.load(io.BytesIO(cell))`` gives the array back, dtype and shape included). Lists
+    and dicts: JSON text in csv, lists in parquet (dicts as JSON text), as they are in jsonl.
+    """
+    import numpy as np
+
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value) if fmt == "parquet" else base64.b64encode(value).decode("ascii")
+    if isinstance(value, np.ndarray):
+        if fmt == "parquet":
+            return _npy(value)
+        value = value.tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (list, tuple, dict)) and (
+        fmt == "csv" or (fmt == "parquet" and isinstance(value, dict))
+    ):
+        return json.dumps(value, default=_json_default)
+    return value
 
 
 def _arrow_schema() -> Any:
@@ -153,6 +216,105 @@ def _arrow_schema() -> Any:
     )
 
 
+class _Out:
+    """Writes chunks of records to one csv, jsonl or parquet file; the first chunk fixes the
+    columns of csv and parquet (a later column is left out, with one warning)."""
+
+    def __init__(self, fh: Any, fmt: str, columns: Sequence[str] | None, schema: Any) -> None:
+        self.fh, self.fmt = fh, fmt
+        self.columns: list[str] | None = list(columns) if columns is not None else None
+        self.schema = schema
+        self.pq_writer: Any = None
+        self.dropped: set[str] = set()
+
+    def _header(self, columns: Sequence[str]) -> None:
+        self.columns = list(columns)
+        if self.fmt == "csv":
+            self._csv([self.columns])
+
+    def _csv(self, records: Any) -> None:
+        import csv
+        import io
+
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(records)
+        self.fh.write(buf.getvalue().encode())
+
+    def write_records(self, records: list[tuple[Any, ...]]) -> None:
+        """Records in the order of the columns given at construction (scalars)."""
+        assert self.columns is not None
+        if self.fmt == "csv":
+            self._csv(records)
+        elif self.fmt == "jsonl":
+            keys = self.columns
+            self.fh.write("".join(json.dumps(dict(zip(keys, r))) + "\n" for r in records).encode())
+        else:
+            self._parquet({k: list(col) for k, col in zip(self.columns, zip(*records))})
+
+    def write_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Decoded rows (dicts), their fields turned into cells of this format."""
+        fmt = self.fmt
+        if fmt == "jsonl":
+            self.fh.write(
+                "".join(
+                    json.dumps(
+                        {k: export_cell(v, fmt) for k, v in row.items()}, default=_json_default
+                    )
+                    + "\n"
+                    for row in rows
+                ).encode()
+            )
+            return
+        if self.columns is None:
+            self._header(list(rows[0]))
+        assert self.columns is not None
+        extra = {k for row in rows for k in row} - set(self.columns) - self.dropped
+        if extra:
+            self.dropped |= extra
+            print(
+                f"plugboard export: columns {sorted(extra)} appear after the first file and "
+                "are left out (export as jsonl to keep every field)",
+                file=sys.stderr,
+            )
+        cells = [[export_cell(row.get(k), fmt) for k in self.columns] for row in rows]
+        if fmt == "csv":
+            self._csv(cells)
+        else:
+            self._parquet({k: [c[i] for c in cells] for i, k in enumerate(self.columns)})
+
+    def _parquet(self, table_columns: dict[str, list[Any]]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            table = pa.table(table_columns, schema=self.schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise CliError(
+                f"a column changes type between files ({exc}); export as jsonl or csv instead"
+            ) from None
+        if self.pq_writer is None:
+            self.schema = table.schema
+            self.pq_writer = pq.ParquetWriter(self.fh, self.schema)
+        self.pq_writer.write_table(table)
+
+    def close(self) -> None:
+        if self.fmt == "csv" and self.columns is None:
+            self._header(ROW_COLUMNS)
+        if self.fmt != "parquet":
+            return
+        if self.pq_writer is None:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            schema = self.schema or pa.schema(
+                [("run", pa.string()), ("tag", pa.string()), ("step", pa.int64())]
+                + [("wall_time", pa.float64())]
+            )
+            pq.write_table(schema.empty_table(), self.fh)
+        else:
+            self.pq_writer.close()
+
+
 def cmd_export(
     logdir: str,
     out: str,
@@ -160,13 +322,20 @@ def cmd_export(
     runs: Sequence[str] | None,
     tags: Sequence[str] | None,
     force: bool,
+    kind: str = SCALAR,
 ) -> int:
+    from .registry import get_registry
+
     if fmt is None:
         fmt = os.path.splitext(out)[1].lstrip(".").lower()
         if fmt not in EXPORT_FORMATS:
             raise CliError(
                 f"cannot tell the format from {out!r}: use a .csv, .parquet or .jsonl name or --format"
             )
+    try:
+        kind_spec = get_registry().kind(kind)
+    except ValueError as e:
+        raise CliError(f"--kind: {e}") from None
     if os.path.exists(out) and not force:
         raise CliError(f"{out} exists; pass --force to overwrite it")
     files = _reader(logdir).discover()
@@ -174,69 +343,67 @@ def cmd_export(
     tmp = out + ".partial"
     progress = _Progress(len(files))
     rows_written = 0
-    writer: Any = None
-    schema: Any = None
+    scalar = kind == SCALAR
     try:
         with open(tmp, "wb") as fh:
-            if fmt == "csv":
-                fh.write(b"run,tag,step,wall_time,value\n")
+            writer = _Out(
+                fh,
+                fmt,
+                SCALAR_COLUMNS if scalar else None,
+                _arrow_schema() if scalar and fmt == "parquet" else None,
+            )
+            if scalar and fmt == "csv":
+                writer._header(SCALAR_COLUMNS)
             for run, reader in files:
                 batch = reader.read_new()
                 progress.update()
                 if run_set is not None and run not in run_set:
                     continue
-                cols = _scalar_columns(run, batch, tag_set)
-                n = len(cols["step"])
-                if not n:
-                    continue
-                rows_written += n
-                if fmt == "parquet":
-                    import pyarrow as pa
-                    import pyarrow.parquet as pq
-
-                    if schema is None:
-                        schema = _arrow_schema()
-                        writer = pq.ParquetWriter(fh, schema)
-                    writer.write_table(pa.table(cols, schema=schema))
-                elif fmt == "csv":
-                    import csv
-                    import io
-
-                    buf = io.StringIO()
-                    csv.writer(buf, lineterminator="\n").writerows(
-                        zip(*(cols[k] for k in ("run", "tag", "step", "wall_time", "value")))
-                    )
-                    fh.write(buf.getvalue().encode())
+                if scalar:
+                    records = _scalar_records(run, batch, tag_set)
+                    if records:
+                        writer.write_records(records)
+                    rows_written += len(records)
                 else:
-                    keys = list(cols)
-                    fh.write(
-                        "".join(
-                            json.dumps(dict(zip(keys, vals))) + "\n"
-                            for vals in zip(*(cols[k] for k in keys))
-                        ).encode()
-                    )
-            if fmt == "parquet":
-                if writer is None:
-                    import pyarrow as pa
-                    import pyarrow.parquet as pq
-
-                    empty: dict[str, list[Any]] = {
-                        "run": [],
-                        "tag": [],
-                        "step": [],
-                        "wall_time": [],
-                        "value": [],
-                    }
-                    schema = _arrow_schema()
-                    pq.write_table(pa.table(empty, schema=schema), fh)
-                else:
-                    writer.close()
+                    rows = _kind_rows(run, batch, kind_spec, tag_set)
+                    if rows:
+                        writer.write_rows(rows)
+                    rows_written += len(rows)
+            writer.close()
         os.replace(tmp, out)
     finally:
         progress.close()
         if os.path.exists(tmp):
             os.remove(tmp)
-    print(f"wrote {rows_written} scalars to {out}", file=sys.stderr)
+    noun = "scalars" if scalar else f"{kind} rows"
+    print(f"wrote {rows_written} {noun} to {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_convert(src: str, dst: str, to: str, force: bool) -> int:
+    from .conversion import convert
+
+    bar: list[_Progress] = []
+
+    def progress(done: int, total: int) -> None:
+        if not bar:
+            bar.append(_Progress(total, "convert"))
+        bar[0].update()
+
+    try:
+        summary = convert(src, dst, to, force=force, progress=progress)
+    except (TypeError, ValueError, FileExistsError) as e:
+        raise CliError(str(e)) from None
+    finally:
+        if bar:
+            bar[0].close()
+    if not summary.files:
+        print(f"plugboard convert: no readable files under {src}; nothing written", file=sys.stderr)
+        return 0
+    print(f"plugboard convert: {summary.converted_line()}", file=sys.stderr)
+    line = summary.not_converted_line()
+    if line:
+        print(f"plugboard convert: {line}", file=sys.stderr)
     return 0
 
 
@@ -352,16 +519,23 @@ def _smoothing(text: str) -> float:
 
 
 def add_parsers(sub: Any) -> None:
-    """Add ``ls``, ``export``, ``plot`` and ``board`` to the ``plugboard`` subparsers."""
+    """Add ``ls``, ``export``, ``plot``, ``board`` and ``convert`` to the ``plugboard`` subparsers."""
     p = sub.add_parser("ls", help="runs, tags per kind, counts, step range, last update")
     p.add_argument("logdir")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p = sub.add_parser("export", help="scalars to csv, parquet or jsonl")
+    p = sub.add_parser("export", help="scalars (or another kind) to csv, parquet or jsonl")
     p.add_argument("logdir")
     p.add_argument("-o", "--output", required=True, help="out.csv, out.parquet or out.jsonl")
     p.add_argument("--format", choices=EXPORT_FORMATS, help="default: from the output suffix")
     p.add_argument("--runs", nargs="+", help="keep only these runs")
     p.add_argument("--tags", nargs="+", help="keep only these tags")
+    p.add_argument(
+        "--kind",
+        default=SCALAR,
+        help="the kind to export (default scalar): histogram, image, text, audio, tensor, ...; "
+        "bytes are base64 in csv/jsonl and binary in parquet, arrays nested lists in jsonl and "
+        ".npy bytes in parquet",
+    )
     p.add_argument("--force", action="store_true", help="overwrite the output")
     p = sub.add_parser("plot", help="one scalar tag over runs as a PNG")
     p.add_argument("logdir")
@@ -375,6 +549,11 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("logdir")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=6006)
+    p = sub.add_parser("convert", help="rewrite every run in another format (tfevents, mindspore)")
+    p.add_argument("src", help="log dir (path or fsspec URL) whose runs are read")
+    p.add_argument("dst", help="local directory the converted runs go to (dst/<run>)")
+    p.add_argument("--to", required=True, help="target format: a sink name, such as tfevents")
+    p.add_argument("--force", action="store_true", help="write into a dst that holds files")
 
 
 def dispatch(args: Any) -> int:
@@ -384,7 +563,7 @@ def dispatch(args: Any) -> int:
             return cmd_ls(args.logdir, args.json)
         if args.command == "export":
             return cmd_export(
-                args.logdir, args.output, args.format, args.runs, args.tags, args.force
+                args.logdir, args.output, args.format, args.runs, args.tags, args.force, args.kind
             )
         if args.command == "plot":
             return cmd_plot(
@@ -392,6 +571,8 @@ def dispatch(args: Any) -> int:
             )
         if args.command == "board":
             return cmd_board(args.logdir, args.host, args.port)
+        if args.command == "convert":
+            return cmd_convert(args.src, args.dst, args.to, args.force)
     except CliError as e:
         print(f"plugboard {args.command}: {e}", file=sys.stderr)
         return 1

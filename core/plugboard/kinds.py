@@ -23,6 +23,11 @@ class Kind:
     ``read_table``, when set, shapes what ``plugboard.read(kind=name)`` returns: it is called as
     ``read_table(rows, batches)`` with the decoded rows (each with its ``run``) and every
     ``(run, Batch)`` read, and returns the rows of the table (say, one row per run).
+    ``from_row``, when set, rebuilds a value from a row a reader decoded (its ``tag``, ``step``,
+    ``wall_time`` and the decoder's fields), so ``plugboard convert`` can write it in another
+    format: it returns ``(tag, value)``, the tag to log under (the row's, or the one that the
+    kind's encoders turn back into the row's) and a value ``convert`` accepts. It raises
+    ``ValueError`` for a row it cannot rebuild; that value is then reported as not converted.
     """
 
     name: str
@@ -32,6 +37,7 @@ class Kind:
     description: str = ""
     log: Callable[..., None] | None = None
     read_table: Callable[..., list[dict[str, Any]]] | None = None
+    from_row: Callable[[dict[str, Any]], tuple[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -42,6 +48,8 @@ class Kind:
             raise TypeError(f"Kind {self.name!r}: log must be callable")
         if self.read_table is not None and not callable(self.read_table):
             raise TypeError(f"Kind {self.name!r}: read_table must be callable")
+        if self.from_row is not None and not callable(self.from_row):
+            raise TypeError(f"Kind {self.name!r}: from_row must be callable")
         for method_name, fn in self.methods.items():
             if not method_name.startswith("add_") or not method_name.isidentifier():
                 raise ValueError(

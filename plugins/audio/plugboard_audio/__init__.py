@@ -30,6 +30,7 @@ def add_audio(
 @hookimpl
 def register_kinds(register: Any) -> None:
     from .convert import convert
+    from .rows import from_row
 
     register(
         Kind(
@@ -37,6 +38,7 @@ def register_kinds(register: Any) -> None:
             convert=convert,
             methods={"add_audio": add_audio},
             description="mono or stereo sound, 16-bit PCM WAV",
+            from_row=from_row,
         )
     )
 

@@ -19,6 +19,21 @@ def _convert(value: Any) -> Any:
     return histogram_of(value, "value")
 
 
+def _from_row(row: dict[str, Any]) -> tuple[str, Any]:
+    """A decoded histogram row (statistics, ``bucket_limit``, ``bucket``) as the same Histogram."""
+    from .compute import raw_histogram
+
+    return row["tag"], raw_histogram(
+        row["min"],
+        row["max"],
+        row["num"],
+        row["sum"],
+        row["sum_squares"],
+        row["bucket_limit"],
+        row["bucket"],
+    )
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     from .methods import add_histogram, add_histogram_raw
@@ -29,6 +44,7 @@ def register_kinds(register: Any) -> None:
             convert=_convert,
             methods={"add_histogram": add_histogram, "add_histogram_raw": add_histogram_raw},
             description="distribution of values per step (TensorFlow's default buckets)",
+            from_row=_from_row,
         )
     )
 

@@ -12,6 +12,17 @@ from .table import per_run
 __all__ = ["HParamsSummary", "add_hparams"]
 
 
+def _from_row(row: dict[str, Any]) -> tuple[str, HParamsSummary]:
+    """A decoded session-start row (``{"hparams": {name: value}}``) as the same summary, which
+    TensorBoard's HPARAMS tab reads on its own (it infers the experiment from the sessions)."""
+    values = row["hparams"]
+    bad = {k: v for k, v in values.items() if not isinstance(v, (bool, float, int, str))}
+    if bad:
+        raise ValueError(f"hparams {sorted(bad)} hold no bool, number or str: {bad!r}")
+    hparams = {k: v if isinstance(v, (bool, str)) else float(v) for k, v in values.items()}
+    return row["tag"], HParamsSummary("session_start_info", hparams)
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     register(
@@ -20,6 +31,7 @@ def register_kinds(register: Any) -> None:
             convert=convert,
             methods={"add_hparams": add_hparams},
             read_table=per_run,
+            from_row=_from_row,
             description="hyper-parameters and metrics of a trial",
         )
     )

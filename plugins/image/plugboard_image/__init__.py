@@ -17,6 +17,7 @@ from plugboard import Kind, hookimpl
 def register_kinds(register: Any) -> None:
     from . import methods
     from .convert import convert
+    from .rows import from_row
 
     register(
         Kind(
@@ -31,6 +32,7 @@ def register_kinds(register: Any) -> None:
             },
             heavy=True,
             description="images, image grids, boxes, matplotlib figures, GIF videos",
+            from_row=from_row,
         )
     )
 

@@ -23,6 +23,7 @@ def register_kinds(register: Any) -> None:
             methods={"add_tensor": add_tensor},
             heavy=True,
             description="a whole array per step (no TensorBoard dashboard)",
+            from_row=lambda row: (row["tag"], row["value"]),
         )
     )
 

@@ -6,6 +6,8 @@ from typing import Any
 
 from plugboard import Kind, hookimpl
 
+_SUFFIX = "/text_summary"  # torch's text tag: <tag>/text_summary
+
 
 def _convert(value: Any, arg: str = "value") -> str:
     if not isinstance(value, str):
@@ -44,6 +46,13 @@ def decode_tfevents(value: Any, step: int, wall_time: float) -> dict[str, str] |
     return {"value": "\n".join(strings)}
 
 
+def from_row(row: dict[str, Any]) -> tuple[str, str]:
+    """A decoded text row as its string, under the tag that ``encode_tfevents`` turns back into
+    the row's (without the ``/text_summary`` it appends)."""
+    tag = row["tag"]
+    return tag.removesuffix(_SUFFIX) or tag, row["value"]
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     register(
@@ -52,6 +61,7 @@ def register_kinds(register: Any) -> None:
             convert=_convert,
             methods={"add_text": add_text},
             description="markdown text",
+            from_row=from_row,
         )
     )
 

@@ -1,0 +1,67 @@
+"""``Kind.from_row`` of the image kind: a decoded image row back to pixels (Pillow, loaded here)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+
+from .convert import ImagePayload
+
+#: Pillow mode -> the 8-bit mode whose pixels the payload keeps (1 to 4 channels).
+_MODES = {
+    "1": "L",
+    "L": "L",
+    "LA": "LA",
+    "La": "LA",
+    "RGB": "RGB",
+    "RGBA": "RGBA",
+    "RGBa": "RGBA",
+    "PA": "RGBA",
+    "CMYK": "RGB",
+    "YCbCr": "RGB",
+    "LAB": "RGB",
+    "HSV": "RGB",
+}
+#: frame rate of a GIF whose frames carry no duration (what browsers show)
+DEFAULT_GIF_FPS = 10.0
+
+
+def from_row(row: dict[str, Any]) -> tuple[str, ImagePayload]:
+    """The pixels of an image row's encoded ``data``: a still (PNG, JPEG, ...) as HWC ``uint8``
+    with its own channels (1 gray .. 4 RGBA), an animated GIF as a video at its frame rate (gray
+    when the row's colorspace is 1), so encoding the payload gives the same pixels back.
+
+    Raises ``ValueError`` for data Pillow cannot read and for images deeper than 8 bits.
+    """
+    from PIL import Image, ImageSequence, UnidentifiedImageError
+
+    tag, data = row["tag"], row["data"]
+    where = f"image {tag!r} at step {row.get('step')}"
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise ValueError(f"{where}: the data is no image Pillow can read ({exc})") from None
+    with image:
+        if image.format == "GIF":
+            frames = [np.asarray(f.convert("RGB")) for f in ImageSequence.Iterator(image)]
+            duration = float(image.info.get("duration") or 0)
+            fps = 1000.0 / duration if duration > 0 else DEFAULT_GIF_FPS
+            pixels = np.stack(frames)
+            if row.get("colorspace") == 1:
+                pixels = pixels[..., :1]
+            return tag, ImagePayload(np.ascontiguousarray(pixels), fps=fps)
+        mode = image.mode
+        if mode == "P":
+            mode = "RGBA" if "transparency" in image.info else "RGB"
+        target = _MODES.get(mode)
+        if target is None:
+            raise ValueError(
+                f"{where}: a {image.mode!r} image has no 8-bit equivalent without loss"
+            )
+        pixels = np.asarray(image.convert(target) if image.mode != target else image)
+    if pixels.ndim == 2:
+        pixels = pixels[:, :, None]
+    return tag, ImagePayload(np.ascontiguousarray(pixels, dtype=np.uint8))
