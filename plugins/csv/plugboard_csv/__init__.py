@@ -5,6 +5,9 @@ The file is ``<log_dir>/scalars.csv`` (``scalars.1.csv`` ... when a writer re-op
 ``step`` is empty when none was given. Sub-runs (``add_scalars`` keys) are sub-directories with
 their own file, as they are separate runs in TensorBoard. The sink teaches itself the built-in
 ``scalar`` kind; other kinds get the writer's once-only "cannot encode" warning.
+
+The plugin reads its files back too (``plugboard.read``, ``plugboard ls``): see
+:mod:`plugboard_csv.reader`.
 """
 
 from __future__ import annotations
@@ -77,3 +80,16 @@ def register_sinks(register: Any) -> None:
 @hookimpl
 def register_encoders(register: Any) -> None:
     register("scalar", SINK, encode_scalar)
+
+
+@hookimpl
+def register_readers(register: Any) -> None:
+    from plugboard.readers import ReaderSpec
+
+    from .reader import matches, open_reader
+
+    register(
+        ReaderSpec(
+            name=SINK, matches=matches, open=open_reader, description="scalars.csv of the csv sink"
+        )
+    )

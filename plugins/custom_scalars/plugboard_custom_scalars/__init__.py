@@ -31,6 +31,7 @@ def register_kinds(register: Any) -> None:
                 "add_custom_scalars_marginchart": add_custom_scalars_marginchart,
             },
             description="dashboard layout grouping scalar tags into charts",
+            from_row=lambda row: (row["tag"], row["layout"]),
         )
     )
 
@@ -40,3 +41,10 @@ def register_encoders(register: Any) -> None:
     from .tfevents import encode
 
     register("custom_scalars", "tfevents", encode)
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    from .tfevents import decode
+
+    register("tfevents", "custom_scalars", decode)

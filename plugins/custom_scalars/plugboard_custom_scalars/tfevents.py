@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from google.protobuf.message import DecodeError
 from plugboard.protobuild import build
 from plugboard_tfevents.encoding import summary_event
 from plugboard_tfevents.proto import (
@@ -60,3 +61,35 @@ def encode(tag: str, step: int | None, wall_time: float, categories: tuple[Categ
     )
     value = SummaryValue(tag=CONFIG_TAG, metadata=metadata("custom_scalars"), tensor=tensor)
     return summary_event(step, wall_time, [value])
+
+
+def layout_dict(data: bytes) -> dict[str, dict[str, list[Any]]]:
+    """A serialized ``Layout`` as the mapping ``add_custom_scalars`` takes:
+    ``{category: {chart: ["Multiline", [tags]] | ["Margin", [value, lower, upper]]}}``."""
+    layout = Layout.FromString(data)
+    out: dict[str, dict[str, list[Any]]] = {}
+    for cat in layout.category:
+        charts = out.setdefault(cat.title, {})
+        for chart in cat.chart:
+            if chart.WhichOneof("content") == "margin":
+                tags = [t for s in chart.margin.series for t in (s.value, s.lower, s.upper)]
+                charts[chart.title] = ["Margin", tags]  # several series: 3 tags each
+            else:
+                charts[chart.title] = ["Multiline", list(chart.multiline.tag)]
+    return out
+
+
+def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
+    """A ``custom_scalars`` layout as ``layout`` (the mapping ``add_custom_scalars`` takes, so a
+    read layout can be logged again) and ``data`` (the serialized ``Layout`` proto)."""
+    if value.metadata.plugin_data.plugin_name != "custom_scalars" or not value.HasField("tensor"):
+        return None
+    strings = value.tensor.string_val
+    if len(strings) != 1:
+        return None
+    data = bytes(strings[0])
+    try:
+        layout = layout_dict(data)
+    except DecodeError:  # not a Layout: not a layout this reads
+        return None
+    return {"layout": layout, "data": data}

@@ -2,7 +2,8 @@
 
 Embeddings are files beside the event files (``projector_config.pbtxt`` and
 ``<step>/<tag>/{tensors.tsv, metadata.tsv, sprite.png}``), not records, so they are written by
-``add_embedding`` directly rather than through a sink.
+``add_embedding`` directly rather than through a sink. The plugin reads them back as well
+(``plugboard.read(logdir, kind="embedding")``): see :mod:`plugboard_embedding.reader`.
 """
 
 from __future__ import annotations
@@ -52,5 +53,21 @@ def register_kinds(register: Any) -> None:
             methods={"add_embedding": add_embedding},
             log=log_embedding,
             description="projector files: vectors, labels, sprite",
+        )
+    )
+
+
+@hookimpl
+def register_readers(register: Any) -> None:
+    from plugboard.readers import ReaderSpec
+
+    from .reader import FORMAT, matches, open_reader
+
+    register(
+        ReaderSpec(
+            name=FORMAT,
+            matches=matches,
+            open=open_reader,
+            description="TensorBoard projector files (projector_config.pbtxt and its TSVs)",
         )
     )

@@ -81,10 +81,16 @@ def register_kinds(register: Any) -> None:
             convert=convert_graph,
             methods={"add_graph": add_graph, "add_onnx_graph": add_onnx_graph},
             description="model graph (GraphDef)",
+            from_row=lambda row: (row["tag"], row["graph_def"]),
         )
     )
     register(
-        Kind(name="run_metadata", convert=convert_run_metadata, description="tagged run metadata")
+        Kind(
+            name="run_metadata",
+            convert=convert_run_metadata,
+            description="tagged run metadata",
+            from_row=lambda row: (row["tag"], row["run_metadata"]),
+        )
     )
 
 
@@ -92,3 +98,11 @@ def register_kinds(register: Any) -> None:
 def register_encoders(register: Any) -> None:
     register("graph", "tfevents", encode_graph)
     register("run_metadata", "tfevents", encode_run_metadata)
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    from .decode import decode_graph, decode_run_metadata
+
+    register("tfevents", "graph", decode_graph)
+    register("tfevents", "run_metadata", decode_run_metadata)

@@ -9,6 +9,9 @@ Python's ``json`` and pandas read). Binary payloads (images, audio) are written 
 
 An encoder for this sink returns a ``dict`` (the ``value`` field); values of type :class:`Blob`
 inside it become side files. Built-in kinds taught here: scalar, text, histogram, image, audio.
+
+The plugin reads its files back too (``plugboard.read``, ``plugboard ls``), with a decoder per
+kind registered for ``("jsonl", kind)``: see :mod:`plugboard_jsonl.reader`.
 """
 
 from __future__ import annotations
@@ -195,3 +198,27 @@ def register_sinks(register: Any) -> None:
 def register_encoders(register: Any) -> None:
     for kind, to_json in BUILTIN_ENCODERS.items():
         register(kind, SINK, _encoder(kind, to_json))
+
+
+@hookimpl
+def register_readers(register: Any) -> None:
+    from plugboard.readers import ReaderSpec
+
+    from .reader import matches, open_reader
+
+    register(
+        ReaderSpec(
+            name=SINK,
+            matches=matches,
+            open=open_reader,
+            description="records.jsonl of the jsonl sink",
+        )
+    )
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    from .reader import BUILTIN_DECODERS
+
+    for kind, decode in BUILTIN_DECODERS.items():
+        register(SINK, kind, decode)

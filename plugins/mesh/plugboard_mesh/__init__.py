@@ -11,6 +11,13 @@ from typing import Any
 from plugboard import Kind, hookimpl
 
 
+def _read_table(rows: list[dict[str, Any]], batches: Any) -> list[dict[str, Any]]:
+    """``plugboard.read(kind="mesh")``: one row per mesh and step (numpy imported only here)."""
+    from .tfevents import read_table
+
+    return read_table(rows, batches)
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     from .methods import add_mesh, convert
@@ -21,6 +28,7 @@ def register_kinds(register: Any) -> None:
             convert=convert,
             methods={"add_mesh": add_mesh},
             heavy=True,
+            read_table=_read_table,
             description="3-D point clouds and meshes",
         )
     )
@@ -31,3 +39,10 @@ def register_encoders(register: Any) -> None:
     from .tfevents import encode
 
     register("mesh", "tfevents", encode)
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    from .tfevents import decode
+
+    register("tfevents", "mesh", decode)

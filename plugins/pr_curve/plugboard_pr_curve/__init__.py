@@ -11,6 +11,13 @@ from typing import Any
 from plugboard import Kind, hookimpl
 
 
+def _from_row(row: dict[str, Any]) -> tuple[str, Any]:
+    """``plugboard convert``: a decoded pr_curve row back to the curve that was logged."""
+    from .tfevents import from_row
+
+    return from_row(row)
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     from .compute import convert
@@ -22,6 +29,7 @@ def register_kinds(register: Any) -> None:
             convert=convert,
             methods={"add_pr_curve": add_pr_curve, "add_pr_curve_raw": add_pr_curve_raw},
             description="precision-recall curve per step",
+            from_row=_from_row,
         )
     )
 
@@ -31,3 +39,10 @@ def register_encoders(register: Any) -> None:
     from .tfevents import encode
 
     register("pr_curve", "tfevents", encode)
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    from .tfevents import decode
+
+    register("tfevents", "pr_curve", decode)
