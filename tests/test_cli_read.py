@@ -301,3 +301,21 @@ def test_export_unknown_kind_is_a_one_line_error(logdir: Path, tmp_path: Path) -
     assert len(out.stderr.strip().splitlines()) == 1
     assert "unknown kind 'nope'" in out.stderr and "histogram" in out.stderr
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_ls_reads_a_run_with_a_csv_mirror_once_and_from_picks_the_format(tmp_path: Path) -> None:
+    with SummaryWriter(str(tmp_path / "run"), sinks=["tfevents", "csv"]) as w:
+        for step in range(5):
+            w.add_scalar("loss", 1.0 / (step + 1), step)
+    out = pb("ls", str(tmp_path), "--json")
+    assert out.returncode == 0, out.stderr
+    (row,) = json.loads(out.stdout)
+    assert (row["run"], row["tag"], row["count"]) == ("run", "loss", 5)
+    assert "also holds csv files" in out.stderr and "--from csv" in out.stderr
+    csv_only = pb("ls", str(tmp_path), "--json", "--from", "csv")
+    assert [r["count"] for r in json.loads(csv_only.stdout)] == [5]
+    assert "also holds" not in csv_only.stderr
+    both = pb("ls", str(tmp_path), "--json", "--from", "csv", "tfevents")
+    assert [r["count"] for r in json.loads(both.stdout)] == [10]
+    bad = pb("ls", str(tmp_path), "--from", "nope")
+    assert bad.returncode == 1 and "unknown format" in bad.stderr

@@ -199,11 +199,17 @@ def test_tfevents_and_mindspore_files_side_by_side_give_the_same_rows(tmp_path: 
             w.add_scalar("loss", 0.5 * step, step)
             w.add_histogram("h", values * (step + 1), step)
             w.add_image("img", img, step)
+    # one run holding the same values twice is read once, in event files, unless asked
     scalars = plugboard.read(str(tmp_path))
-    assert scalars.step.tolist() == [0, 1, 2, 0, 1, 2] and set(scalars.run) == {"."}
-    assert scalars.value.tolist() == [0.0, 0.5, 1.0] * 2
+    assert scalars.step.tolist() == [0, 1, 2] and set(scalars.run) == {"."}
+    assert scalars.value.tolist() == [0.0, 0.5, 1.0]
+    ms_only = plugboard.read(str(tmp_path), formats="mindspore")
+    assert ms_only.value.tolist() == [0.0, 0.5, 1.0]
+    both = plugboard.read(str(tmp_path), formats=["tfevents", "mindspore"])
+    assert both.step.tolist() == [0, 1, 2, 0, 1, 2]
+    assert both.value.tolist() == [0.0, 0.5, 1.0] * 2
 
-    hists = plugboard.read(str(tmp_path), kind="histogram")
+    hists = plugboard.read(str(tmp_path), kind="histogram", formats=["tfevents", "mindspore"])
     assert len(hists) == 6
     ms = hists[
         hists.nan_count.notna()
@@ -215,7 +221,8 @@ def test_tfevents_and_mindspore_files_side_by_side_give_the_same_rows(tmp_path: 
         assert a.bucket[1:] == b.bucket[1:] and a.bucket[0] == 0.0
         assert (a.min, a.max, a.num, a.sum, a.step) == (b.min, b.max, b.num, b.sum, b.step)
 
-    images = plugboard.read(str(tmp_path), kind="image")
+    assert len(plugboard.read(str(tmp_path), kind="histogram")) == 3
+    images = plugboard.read(str(tmp_path), kind="image", formats=["mindspore", "tfevents"])
     assert len(images) == 6
     assert images.width.tolist() == [6] * 6 and images.height.tolist() == [4] * 6
     pixels = [np.asarray(Image.open(io.BytesIO(d)).convert("RGB")) for d in images.data]
@@ -487,3 +494,19 @@ def test_fsspec_memory_url_and_arrow_tables(tmp_path: Path) -> None:
         "data",
     ]
     assert images.num_rows == 3
+
+
+def test_a_run_with_a_mirror_is_read_in_the_format_that_holds_the_kind(tmp_path: Path) -> None:
+    from plugboard.summary_record import TrainLineage
+
+    with SummaryRecord(str(tmp_path), tensorboard=True) as record:
+        record.add_value("scalar", "loss", np.float32(0.25))
+        record.add_value("train_lineage", "lineage", TrainLineage())
+        record.record(1)
+    assert plugboard.read(str(tmp_path)).value.tolist() == [0.25]  # not twice
+    lineage = plugboard.read(str(tmp_path), kind="train_lineage")  # only MindSpore holds it
+    assert lineage.tag.tolist() == ["train_lineage"]
+    with pytest.raises(ValueError, match="formats: unknown format"):
+        plugboard.read(str(tmp_path), formats="nope")
+    with pytest.raises(TypeError, match="formats must be"):
+        plugboard.read(str(tmp_path), formats=3)  # type: ignore[arg-type]

@@ -26,20 +26,37 @@ class CliError(Exception):
     """A user error reported as one line on stderr with exit code 1."""
 
 
-def _reader(logdir: str) -> RunReader:
+def _reader(
+    logdir: str, formats: Sequence[str] | None = None, kind: str | None = None
+) -> RunReader:
     try:
-        return RunReader(logdir)
+        return RunReader(logdir, formats, kind)
     except (TypeError, ValueError) as e:
         raise CliError(str(e)) from None
 
 
-def iter_file_batches(logdir: str) -> Iterator[tuple[str, Batch]]:
+def _note_skipped(reader: RunReader) -> None:
+    """Say which formats were not read because a run directory holds its values in another."""
+    for parent, names in sorted(reader.skipped.items()):
+        run = parent[len(reader.root) :].strip("/") or "."
+        print(
+            f"note: run {run!r} also holds {', '.join(sorted(names))} files with the same values;"
+            f" not read (--from {' '.join(sorted(names))} reads them)",
+            file=sys.stderr,
+        )
+
+
+def iter_file_batches(
+    logdir: str, formats: Sequence[str] | None = None
+) -> Iterator[tuple[str, Batch]]:
     """``(run, batch)`` one file at a time, so only one file's records are held at once."""
-    for run, reader in _reader(logdir).discover():
-        yield run, reader.read_new()
+    reader = _reader(logdir, formats)
+    for run, file_reader in reader.discover():
+        yield run, file_reader.read_new()
+    _note_skipped(reader)
 
 
-def summarize(logdir: str) -> list[dict[str, Any]]:
+def summarize(logdir: str, formats: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """One dict per (run, kind, tag): count, first and last step, last wall time."""
     stats: dict[tuple[str, str, str], dict[str, Any]] = {}
 
@@ -61,7 +78,7 @@ def summarize(logdir: str) -> list[dict[str, Any]]:
         s["max_step"] = max(s["max_step"], step)
         s["last_wall_time"] = max(s["last_wall_time"], wall)
 
-    for run, b in iter_file_batches(logdir):
+    for run, b in iter_file_batches(logdir, formats):
         tags, steps, walls, _ = b.scalars()
         for tag, step, wall in zip(tags.tolist(), steps.tolist(), walls.tolist()):
             add(run, "scalar", tag, step, wall)
@@ -71,8 +88,8 @@ def summarize(logdir: str) -> list[dict[str, Any]]:
     return [stats[k] for k in sorted(stats)]
 
 
-def cmd_ls(logdir: str, as_json: bool) -> int:
-    rows = summarize(logdir)
+def cmd_ls(logdir: str, as_json: bool, formats: Sequence[str] | None = None) -> int:
+    rows = summarize(logdir, formats)
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -323,6 +340,7 @@ def cmd_export(
     tags: Sequence[str] | None,
     force: bool,
     kind: str = SCALAR,
+    formats: Sequence[str] | None = None,
 ) -> int:
     from .registry import get_registry
 
@@ -338,7 +356,9 @@ def cmd_export(
         raise CliError(f"--kind: {e}") from None
     if os.path.exists(out) and not force:
         raise CliError(f"{out} exists; pass --force to overwrite it")
-    files = _reader(logdir).discover()
+    reader = _reader(logdir, formats, kind)
+    files = reader.discover()
+    _note_skipped(reader)
     run_set, tag_set = (set(runs) if runs else None), (set(tags) if tags else None)
     tmp = out + ".partial"
     progress = _Progress(len(files))
@@ -380,7 +400,9 @@ def cmd_export(
     return 0
 
 
-def cmd_convert(src: str, dst: str, to: str, force: bool) -> int:
+def cmd_convert(
+    src: str, dst: str, to: str, force: bool, formats: Sequence[str] | None = None
+) -> int:
     from .conversion import convert
 
     bar: list[_Progress] = []
@@ -391,7 +413,7 @@ def cmd_convert(src: str, dst: str, to: str, force: bool) -> int:
         bar[0].update()
 
     try:
-        summary = convert(src, dst, to, force=force, progress=progress)
+        summary = convert(src, dst, to, force=force, progress=progress, formats=formats)
     except (TypeError, ValueError, FileExistsError) as e:
         raise CliError(str(e)) from None
     finally:
@@ -434,6 +456,7 @@ def cmd_plot(
     band: bool,
     runs: Sequence[str] | None,
     force: bool,
+    formats: Sequence[str] | None = None,
 ) -> int:
     import numpy as np
 
@@ -442,7 +465,7 @@ def cmd_plot(
     run_set = set(runs) if runs else None
     series: dict[str, dict[int, float]] = {}
     seen: set[str] = set()
-    for run, b in iter_file_batches(logdir):
+    for run, b in iter_file_batches(logdir, formats):
         if run_set is not None and run not in run_set:
             continue
         tags, steps, _, values = b.scalars()
@@ -523,6 +546,14 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("ls", help="runs, tags per kind, counts, step range, last update")
     p.add_argument("logdir")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--from",
+        dest="formats",
+        nargs="+",
+        metavar="FORMAT",
+        help="read only these formats (tfevents, mindspore, csv, jsonl, ...); by default a run "
+        "holding the same values in several formats is read in one, event files first",
+    )
     p = sub.add_parser("export", help="scalars (or another kind) to csv, parquet or jsonl")
     p.add_argument("logdir")
     p.add_argument("-o", "--output", required=True, help="out.csv, out.parquet or out.jsonl")
@@ -536,6 +567,14 @@ def add_parsers(sub: Any) -> None:
         "bytes are base64 in csv/jsonl and binary in parquet, arrays nested lists in jsonl and "
         ".npy bytes in parquet",
     )
+    p.add_argument(
+        "--from",
+        dest="formats",
+        nargs="+",
+        metavar="FORMAT",
+        help="read only these formats (tfevents, mindspore, csv, jsonl, ...); by default a run "
+        "holding the same values in several formats is read in one, event files first",
+    )
     p.add_argument("--force", action="store_true", help="overwrite the output")
     p = sub.add_parser("plot", help="one scalar tag over runs as a PNG")
     p.add_argument("logdir")
@@ -544,6 +583,14 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--smooth", type=_smoothing, default=0.0, help="TensorBoard smoothing, [0, 1)")
     p.add_argument("--band", action="store_true", help="mean over runs with a min..max band")
     p.add_argument("--runs", nargs="+", help="keep only these runs")
+    p.add_argument(
+        "--from",
+        dest="formats",
+        nargs="+",
+        metavar="FORMAT",
+        help="read only these formats (tfevents, mindspore, csv, jsonl, ...); by default a run "
+        "holding the same values in several formats is read in one, event files first",
+    )
     p.add_argument("--force", action="store_true", help="overwrite the output")
     p = sub.add_parser("board", help="start TensorBoard on the log dir")
     p.add_argument("logdir")
@@ -554,25 +601,47 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("dst", help="local directory the converted runs go to (dst/<run>)")
     p.add_argument("--to", required=True, help="target format: a sink name, such as tfevents")
     p.add_argument("--force", action="store_true", help="write into a dst that holds files")
+    p.add_argument(
+        "--from",
+        dest="formats",
+        nargs="+",
+        metavar="FORMAT",
+        help="read only these formats (tfevents, mindspore, csv, jsonl, ...); by default a run "
+        "holding the same values in several formats is read in one, event files first",
+    )
 
 
 def dispatch(args: Any) -> int:
     """Run the command ``args`` names; a :class:`CliError` becomes one line and exit code 1."""
     try:
         if args.command == "ls":
-            return cmd_ls(args.logdir, args.json)
+            return cmd_ls(args.logdir, args.json, args.formats)
         if args.command == "export":
             return cmd_export(
-                args.logdir, args.output, args.format, args.runs, args.tags, args.force, args.kind
+                args.logdir,
+                args.output,
+                args.format,
+                args.runs,
+                args.tags,
+                args.force,
+                args.kind,
+                args.formats,
             )
         if args.command == "plot":
             return cmd_plot(
-                args.logdir, args.tag, args.output, args.smooth, args.band, args.runs, args.force
+                args.logdir,
+                args.tag,
+                args.output,
+                args.smooth,
+                args.band,
+                args.runs,
+                args.force,
+                args.formats,
             )
         if args.command == "board":
             return cmd_board(args.logdir, args.host, args.port)
         if args.command == "convert":
-            return cmd_convert(args.src, args.dst, args.to, args.force)
+            return cmd_convert(args.src, args.dst, args.to, args.force, args.formats)
     except CliError as e:
         print(f"plugboard {args.command}: {e}", file=sys.stderr)
         return 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,6 +234,7 @@ def convert(
     *,
     force: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    formats: str | Iterable[str] | None = None,
 ) -> ConvertSummary:
     """Rewrite every run under ``src`` (a path or fsspec URL) as ``to`` files under ``dst``.
 
@@ -244,6 +245,8 @@ def convert(
     ``force`` (new files are created beside the old, never over them). ``progress``, when
     given, is called as ``progress(files_done, files_in_all)`` after each file. Returns a
     :class:`ConvertSummary` counting per kind what was and was not converted, and why.
+    ``formats`` names the source formats to read (by default a run directory holding the same
+    values in several formats is read in one, as :func:`plugboard.read` does).
     """
     src_text, dst_text = _path(src, "src"), _path(dst, "dst")
     if not isinstance(to, str):
@@ -257,9 +260,9 @@ def convert(
         known = ", ".join(sorted(reg.sinks)) or "none"
         raise ValueError(f"to={to!r} names no installed sink; choose one of: {known}")
     try:
-        reader = RunReader(src_text)
+        reader = RunReader(src_text, formats)
     except ValueError as exc:
-        raise ValueError(f"src: {exc}") from None
+        raise ValueError(f"src: {exc}" if "formats" not in str(exc) else str(exc)) from None
     real_dst = _check_dst(src_text, dst_text, force)
     files: list[tuple[str, FileReader]] = reader.discover()
     left: dict[str, int] = {}

@@ -9,7 +9,7 @@ appended since; a torn last record is left for the next call. Core names no form
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -84,17 +84,41 @@ class FileReader(Protocol):
 
 @dataclass(frozen=True)
 class ReaderSpec:
-    """A file format plugboard can read back."""
+    """A file format plugboard can read back.
+
+    ``priority`` is for formats a writer puts side by side holding the same values (event files
+    next to their csv or MindSpore mirror, ``sinks=["tfevents", "csv"]``): such formats compete,
+    and a run directory is read in the one of lowest priority it holds (that has a decoder for
+    the kind asked for), so no value is counted twice. ``None`` marks a format that holds what no
+    other does (the projector's config): it is always read.
+    """
 
     name: str
     matches: Callable[[str], bool]
     open: Callable[[Any, str, dict[str, Callable[..., Any]]], FileReader]
     description: str = ""
+    priority: int | None = None
 
 
 def warn_corrupt(path: str, offset: int, what: str) -> None:
     """Report a damaged record, naming the file and byte offset."""
     warnings.warn(f"{path}: {what} at offset {offset}", ReadWarning, stacklevel=3)
+
+
+def _format_names(
+    formats: str | Iterable[str] | None, readers: dict[str, ReaderSpec]
+) -> set[str] | None:
+    if formats is None:
+        return None
+    names = {formats} if isinstance(formats, str) else formats
+    if not isinstance(names, Iterable) or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"formats must be None, a str or an iterable of str, got {formats!r}")
+    unknown = sorted(set(names) - set(readers))
+    if unknown:
+        raise ValueError(
+            f"formats: unknown format(s) {unknown}; readable formats: {sorted(readers)}"
+        )
+    return set(names)
 
 
 def _reader_for(readers: dict[str, ReaderSpec], basename: str) -> ReaderSpec | None:
@@ -111,36 +135,64 @@ class RunReader:
     (``"."`` for the log dir itself).
     """
 
-    def __init__(self, logdir: str) -> None:
+    def __init__(
+        self, logdir: str, formats: str | Iterable[str] | None = None, kind: str | None = None
+    ) -> None:
         import fsspec
 
         from .registry import get_registry
 
         if not isinstance(logdir, str) or not logdir:
             raise TypeError(f"logdir must be a non-empty str path or URL, got {logdir!r}")
+        reg = get_registry()
+        self._readers = reg.readers
+        self._decoders = reg.decoders
+        self.formats = _format_names(formats, self._readers)
+        self.kind = kind
         self.fs, root = fsspec.core.url_to_fs(logdir)
         self.root = root.rstrip("/") or "/"
         if not self.fs.isdir(self.root):
             raise ValueError(f"logdir {logdir!r} is not a directory")
-        reg = get_registry()
-        self._readers = reg.readers
-        self._decoders = reg.decoders
         self._open: dict[str, tuple[str, FileReader]] = {}
+        self._chosen: dict[str, str] = {}  # run directory -> the competing format read there
+        #: run directory -> competing formats found there but not read (same values again).
+        self.skipped: dict[str, set[str]] = {}
+
+    def _choose(self, parent: str, present: set[str]) -> str | None:
+        """The competing format read in ``parent``: kept once chosen, so re-reads stay whole."""
+        chosen = self._chosen.get(parent)
+        if chosen is None and present:
+            able = {
+                f
+                for f in present
+                if (f, self.kind) in self._decoders or self.kind in (None, "scalar")
+            }
+            chosen = min(able or present, key=lambda f: (self._readers[f].priority, f))
+            self._chosen[parent] = chosen
+        if chosen is not None and present - {chosen}:
+            self.skipped.setdefault(parent, set()).update(present - {chosen})
+        return chosen
 
     def discover(self) -> list[tuple[str, FileReader]]:
         """``(run, reader)`` for every recognised file, new files included: read them one by one
         (``reader.read_new()``) to hold one file's records at a time."""
+        found: dict[str, list[tuple[str, ReaderSpec]]] = {}
         for path in sorted(self.fs.find(self.root)):
-            if path in self._open:
-                continue
-            base = path.rsplit("/", 1)[-1]
-            spec = _reader_for(self._readers, base)
-            if spec is None:
-                continue
-            parent = path.rsplit("/", 1)[0]
-            run = parent[len(self.root) :].strip("/") or "."
-            decoders = {kind: fn for (fmt, kind), fn in self._decoders.items() if fmt == spec.name}
-            self._open[path] = (run, spec.open(self.fs, path, decoders))
+            spec = _reader_for(self._readers, path.rsplit("/", 1)[-1])
+            if spec is not None and (self.formats is None or spec.name in self.formats):
+                found.setdefault(path.rsplit("/", 1)[0], []).append((path, spec))
+        for parent, files in found.items():
+            chosen = None
+            if self.formats is None:  # asked for no format: one of the competing ones
+                chosen = self._choose(parent, {s.name for _, s in files if s.priority is not None})
+            for path, spec in files:
+                if path in self._open or (
+                    spec.priority is not None and chosen not in (None, spec.name)
+                ):
+                    continue
+                run = parent[len(self.root) :].strip("/") or "."
+                decoders = {k: fn for (fmt, k), fn in self._decoders.items() if fmt == spec.name}
+                self._open[path] = (run, spec.open(self.fs, path, decoders))
         return list(self._open.values())
 
     def read(self) -> list[tuple[str, Batch]]:

@@ -30,6 +30,7 @@ def read(
     tags: str | Iterable[str] | None = None,
     kind: str = "scalar",
     table: str = "pandas",
+    formats: str | Iterable[str] | None = None,
 ) -> Any:
     """Every value of ``kind`` under ``logdir`` as one table, nothing downsampled.
 
@@ -37,6 +38,9 @@ def read(
     ``run, tag, step, wall_time`` plus the fields their decoder gives. ``runs`` and ``tags``
     keep only the named runs (paths relative to ``logdir``, ``"."`` for itself) and tags.
     ``table`` is ``"pandas"`` (a DataFrame) or ``"arrow"`` (a pyarrow Table).
+    A run directory holding the same values in several formats (``sinks=["tfevents", "csv"]``)
+    is read in one of them, event files first, so nothing is counted twice; ``formats`` names
+    the formats to read instead (``"tfevents"``, ``"mindspore"``, ``"csv"``, ``"jsonl"``, ...).
     Built-in kinds: ``histogram`` (min, max, num, sum, sum_squares, bucket_limit, bucket),
     ``text`` (value), ``image`` (width, height, colorspace, data: the encoded bytes, e.g.
     ``PIL.Image.open(io.BytesIO(row.data))``), ``audio`` (sample_rate, num_channels, length,
@@ -49,7 +53,11 @@ def read(
     if not isinstance(kind, str):
         raise TypeError(f"kind must be a str, got {type(kind).__name__}")
     run_set, tag_set = _names(runs, "runs"), _names(tags, "tags")
-    batches = [(r, b) for r, b in RunReader(logdir).read() if run_set is None or r in run_set]
+    batches = [
+        (r, b)
+        for r, b in RunReader(logdir, formats, kind).read()
+        if run_set is None or r in run_set
+    ]
     if kind == "scalar":
         return _scalar_table(batches, tag_set, table)
     rows = [

@@ -90,6 +90,10 @@ def register_readers(register: Any) -> None:
 
     register(
         ReaderSpec(
-            name=SINK, matches=matches, open=open_reader, description="scalars.csv of the csv sink"
+            name=SINK,
+            matches=matches,
+            open=open_reader,
+            description="scalars.csv of the csv sink",
+            priority=30,
         )
     )

@@ -212,6 +212,7 @@ def register_readers(register: Any) -> None:
             matches=matches,
             open=open_reader,
             description="records.jsonl of the jsonl sink",
+            priority=20,
         )
     )
 

@@ -80,7 +80,11 @@ def register_readers(register: Any) -> None:
 
     register(
         ReaderSpec(
-            name=SINK, matches=matches, open=open_reader, description="MindSpore summary files"
+            name=SINK,
+            matches=matches,
+            open=open_reader,
+            description="MindSpore summary files",
+            priority=10,
         )
     )
 

@@ -51,6 +51,10 @@ def register_readers(register: Any) -> None:
 
     register(
         ReaderSpec(
-            name=SINK, matches=matches, open=open_reader, description="TensorBoard event files"
+            name=SINK,
+            matches=matches,
+            open=open_reader,
+            description="TensorBoard event files",
+            priority=0,
         )
     )
