@@ -22,6 +22,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from . import lifecycle, ops, ranks
 from .registry import get_registry
 from .sinks import Sink, SinkOptions
@@ -46,10 +48,15 @@ PLUGINS = {
     "LANDSCAPE": "landscape",
 }
 _ARRAY_PLUGINS = frozenset({"scalar", "image", "tensor", "histogram"})
+#: The plugin name ``plugin_filter`` is given for a pooled kind, where the two differ.
+_PLUGIN_OF_KIND = {"anf_graph": "graph"}
 _NAME_RE = re.compile(r"^\w+[0-9a-zA-Z\_\.]*$", re.ASCII)
 _OP_KEY_RE = re.compile(r"(.+)\[:(.+)\]")
 _EXPORT_OPTIONS = {"tensor_format": {"npy", None}}
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_ndarray = np.ndarray
+#: Scalar values pooled as a Python float (what the encoders store: float32 of ``.item()``).
+_FLOAT_TYPES = frozenset({np.float16, np.float32, np.float64})
 
 _count = 0
 _count_lock = threading.Lock()
@@ -74,6 +81,21 @@ def _type_error(arg: str, value: Any, expected: str) -> TypeError:
     return TypeError(
         f"The type of '{arg}' should be {expected}, but got type '{type(value).__name__}'."
     )
+
+
+def _warn_duplicates(items: list[tuple[str, str, Any]]) -> None:
+    """MindSpore's warning for each array value added again under the same name in one step
+    (both are written); logged when the step is recorded rather than when the value is added."""
+    seen: set[tuple[str, str]] = set()
+    for kind, name, _ in items:
+        if kind in _ARRAY_PLUGINS:
+            if (kind, name) in seen:
+                logger.warning(
+                    'For "SummaryRecord.add_value", %r has duplicate values. Only the newest one will '
+                    "be recorded.",
+                    f"{name}/{kind}",
+                )
+            seen.add((kind, name))
 
 
 def _make_dir(log_dir: Any) -> str:
@@ -179,6 +201,7 @@ class SummaryRecord:
             _count += 1
         self._counted = True
         self._closed = True
+        self._plain = False  # record() may take its hot path: open, no graph to add, no mirror
         try:
             self._initialize(
                 log_dir, file_prefix, file_suffix, num_process, network, max_file_size,
@@ -188,6 +211,7 @@ class SummaryRecord:
             self._release()
             raise
         self._closed = False
+        self._update_plain()
         _live.add(self)
 
     def _initialize(
@@ -243,11 +267,13 @@ class SummaryRecord:
         self._dir = path
         self._mode = "train"
         self._has_graph = False
-        self._pool: dict[str, list[tuple[str, str, Any]]] = {}
-        self._tags: dict[str, set[str]] = {}
+        # The pool: one flat list of (kind, name, payload), never replaced. add_value appends
+        # (atomic under the GIL); record() copies it and deletes what it copied, so a value
+        # added meanwhile by another thread stays for the next record. No lock on the hot path.
+        # Duplicate names are looked for when a step holds more than one value.
+        self._pool: list[tuple[str, str, Any]] = []
         registry = get_registry()
         self._kinds = registry.kinds
-        self._lock = threading.RLock()
         options = SinkOptions(
             log_dir=path,
             max_queue=10,
@@ -263,6 +289,11 @@ class SummaryRecord:
             },
         )
         self._sink: Sink = registry.sink(DEFAULT_SINK).open(options)
+        # A sink may take a record() directly as write_record(step, wall_time, items), sparing
+        # the Recorded wrapper on the hot path; any other sink gets write(Recorded(...)).
+        self._write_record: Callable[[int, float, list[tuple[str, str, Any]]], None] = getattr(
+            self._sink, "write_record", None
+        ) or (lambda step, wall_time, items: self._sink.write(Recorded(step, wall_time, items)))
         if isinstance(sinks, str) or not all(isinstance(n, str) for n in sinks):
             raise _type_error("sinks", sinks, "a list of sink names")
         extra = list(dict.fromkeys([*sinks, *(["tfevents"] if tensorboard else [])]))
@@ -323,6 +354,20 @@ class SummaryRecord:
         ModelProto), train_lineage, eval_lineage, dataset_graph, custom_lineage_data (lineage
         messages) or landscape / LANDSCAPE (a LossLandscape).
         """
+        if plugin == "scalar" and type(name) is str and name and not self._closed:
+            # The hot path: a float scalar is pooled as a Python float (its snapshot).
+            value_type = type(value)
+            if value_type is _ndarray:
+                number = (
+                    value.item() if value.size == 1 and value.dtype.type in _FLOAT_TYPES else None
+                )
+            elif value_type is float:
+                number = value
+            else:  # NumPy's scalar types are the dtypes' own types
+                number = value.item() if value_type in _FLOAT_TYPES else None
+            if number is not None:
+                self._pool.append(("scalar", name, number))
+                return
         if plugin in _ARRAY_PLUGINS:
             if not name or not isinstance(name, str):
                 raise ValueError(
@@ -364,20 +409,7 @@ class SummaryRecord:
                 plugin,
                 name,
             )
-        with self._lock:
-            items = self._pool.get(plugin)
-            if items is None:
-                items = self._pool[plugin] = []
-                tags = self._tags[plugin] = set()
-            else:
-                tags = self._tags[plugin]
-            if name in tags and plugin in _ARRAY_PLUGINS:
-                logger.warning(
-                    'For "SummaryRecord.add_value", %r has duplicate values. Only the newest one will be recorded.',
-                    f"{name}/{plugin}",
-                )
-            tags.add(name)
-            items.append((kind, name, payload))
+        self._pool.append((kind, name, payload))
 
     def record(
         self,
@@ -389,6 +421,23 @@ class SummaryRecord:
 
         Returns False (after logging an error) when closed, True otherwise.
         """
+        if (
+            type(step) is int
+            and train_network is None
+            and plugin_filter is None
+            and self._plain
+            and _INT64_MIN <= step <= _INT64_MAX
+            and not (ops._cache and self._mode == "train")
+        ):  # the hot path: values pooled by add_value only, no graph, filter or extra sink
+            pool = self._pool
+            if not pool:
+                return True
+            items = pool[:]
+            del pool[: len(items)]
+            if len(items) > 1:
+                return self._record_items(step, items, None)
+            self._write_record(step, _now(), items)
+            return True
         if type(step) is not int:
             if isinstance(step, bool) or not isinstance(step, int):
                 raise _type_error("step", step, "'int'")
@@ -412,21 +461,41 @@ class SummaryRecord:
                     continue
                 tag, type_name = match.groups()
                 self.add_value(type_name.lower(), tag, value)
-        with self._lock:
-            pool, self._pool, self._tags = self._pool, {}, {}
-        if not pool:
+        pool = self._pool
+        items = pool[:]
+        del pool[: len(items)]
+        return self._record_items(step, items, plugin_filter)
+
+    def _record_items(
+        self,
+        step: int,
+        items: list[tuple[str, str, Any]],
+        plugin_filter: Callable[[str], Any] | None,
+    ) -> bool:
+        """Write pooled ``items`` grouped by plugin in order of first use, as MindSpore does."""
+        if not items:
             return True
         wall_time = _now()
-        if plugin_filter:
-            items = [
-                item for plugin, group in pool.items() if plugin_filter(plugin) for item in group
-            ]
-        elif len(pool) == 1:
-            (items,) = pool.values()
-        else:
-            items = [item for group in pool.values() for item in group]
+        if len(items) > 1:
+            _warn_duplicates(items)
+        first = items[0][0]
+        if len(items) > 1 and any(kind != first for kind, _, _ in items):
+            groups: dict[str, list[tuple[str, str, Any]]] = {}
+            for item in items:
+                group = groups.get(item[0])
+                if group is None:
+                    groups[item[0]] = [item]
+                else:
+                    group.append(item)
+            items = [item for group in groups.values() for item in group]
+        if plugin_filter:  # called once per plugin, as MindSpore calls it
+            keep = {
+                kind: plugin_filter(_PLUGIN_OF_KIND.get(kind, kind))
+                for kind in dict.fromkeys(kind for kind, _, _ in items)
+            }
+            items = [item for item in items if keep[item[0]]]
         if items:
-            self._sink.write(Recorded(step, wall_time, items))
+            self._write_record(step, wall_time, items)
             if self._extra_sinks:
                 self._mirror_values(step, wall_time, items)
         return True
@@ -449,6 +518,7 @@ class SummaryRecord:
             if self._closed:
                 return
             self._closed = True
+            self._plain = False
         _live.discard(self)
         try:
             self._sink.close()
@@ -482,6 +552,12 @@ class SummaryRecord:
         graph = self._kinds["anf_graph"].convert(proto)
         self._sink.write(Recorded(step, _now(), [("anf_graph", "", graph)]))
         self._has_graph = True
+        self._update_plain()
+
+    def _update_plain(self) -> None:
+        self._plain = (
+            not self._closed and (self.network is None or self._has_graph) and not self._extra_sinks
+        )
 
     def _mirror_values(
         self, step: int, wall_time: float, items: list[tuple[str, str, Any]]
@@ -513,6 +589,7 @@ class SummaryRecord:
         if abandon is not None:
             abandon()
         self._closed = True
+        self._plain = False
         self._counted = False
 
     def __repr__(self) -> str:

@@ -6,8 +6,9 @@ An encoder is called as ``encode(tag, step, wall_time, payload)`` and returns ``
 - ``EVENT``: a whole summary-file ``Event`` (graphs).
 - ``LINEAGE``: a whole lineage-file ``LineageEvent``.
 
-Payloads are what the SummaryRecord face pools (NumPy copies, serialized messages), plus the
-payloads of the scalar and tensor kinds when the sink is used from a SummaryWriter.
+Payloads are what the SummaryRecord face pools (NumPy copies, floats for float scalars,
+serialized messages), plus the payloads of the scalar and tensor kinds when the sink is used
+from a SummaryWriter.
 """
 
 from __future__ import annotations
@@ -110,8 +111,7 @@ def histogram_proto(array: np.ndarray) -> bytes:
         last += 0.5
     edges = np.linspace(first, last, histogram_bins(valid) + 1, dtype=array.dtype)
     counts, edges = np.histogram(array, bins=edges)
-    widths = edges[1:] - edges[:-1]
-    buckets = list(zip(edges[:-1].tolist(), widths.tolist(), counts.tolist()))
+    buckets = wire.histogram_buckets(edges[:-1], edges[1:] - edges[:-1], counts)
     return wire.histogram_proto(buckets, nan, pos_inf, neg_inf, (vmax, vmin, vsum), total)
 
 
@@ -136,32 +136,84 @@ def encode_histogram(tag: str, step: Any, wall_time: float, payload: Any) -> Pie
     return VALUE, wire.histogram_value(tag, histogram_proto(array)), step, wall_time
 
 
-def image_canvas(array: np.ndarray) -> np.ndarray:
-    """NCHW images tiled 8 per row on a float64 canvas, scaled and cast as MindSpore does (HWC uint8)."""
-    if array.shape[1] == 1:
-        array = np.concatenate([array, array, array], 1)
-    if array.shape[0] == 1 and array.dtype == np.float32:
-        # One float32 image: the canvas is the image itself, and float32 -> float64 -> float32
-        # is exact, so skip the canvas (same pixels, a fraction of the work on the thread).
-        tensor = array[0].transpose(1, 2, 0)
-        return _scale_to_uint8(tensor, np.float64(np.max(tensor)), np.float64(np.min(tensor)))
-    n, _, h, w = array.shape
+class ImageTiles:
+    """NCHW images already scaled to ``uint8`` as MindSpore scales its canvas, not yet tiled.
+
+    Scaling the images themselves rather than a float64 canvas of them, then tiling bytes, gives
+    MindSpore's pixels for a fraction of the work. ``pad`` is the scaled value of the canvas cells
+    no image fills (None when every cell has one).
+    """
+
+    __slots__ = ("pixels", "pad")
+
+    def __init__(self, pixels: np.ndarray, pad: int | None) -> None:
+        self.pixels = pixels
+        self.pad = pad
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.pixels.nbytes)
+
+    def canvas(self) -> np.ndarray:
+        """The HWC ``uint8`` canvas, 8 images a row, as MindSpore's ``_make_canvas_for_imgs``
+        lays them out (one-channel images repeated to three)."""
+        pixels = self.pixels
+        n, c, h, w = pixels.shape
+        if n == 1:  # interleave the channel planes: faster than copying a transposed view
+            out = np.empty((h, w, 3), dtype=np.uint8)
+            for channel in range(3):
+                out[:, :, channel] = pixels[0, channel if c == 3 else 0]
+            return out
+        cols = min(n, 8)
+        rows = -(-n // cols)
+        if rows * cols > n:
+            fill = np.full((rows * cols - n, c, h, w), self.pad, dtype=np.uint8)
+            pixels = np.concatenate([pixels, fill])
+        if c == 1:
+            pixels = np.broadcast_to(pixels, (rows * cols, 3, h, w))
+        grid = pixels.reshape(rows, cols, 3, h, w).transpose(0, 3, 1, 4, 2)
+        return np.ascontiguousarray(grid).reshape(rows * h, cols * w, 3)
+
+
+def prepare_image(payload: Any) -> Any:
+    """An NCHW array as :class:`ImageTiles`: once tiled, the pixels MindSpore's float64 canvas
+    gives after its scaling. Anything else (not an image MindSpore writes) is returned as it is."""
+    if type(payload) is not np.ndarray or payload.ndim != 4 or payload.shape[1] not in (1, 3):
+        return payload
+    if 0 in payload.shape:
+        return payload
+    n = payload.shape[0]
     cols = min(n, 8)
-    rows = -(-n // cols)
-    canvas = np.zeros((3, h * rows, w * cols))
-    for i in range(n):
-        y, x = divmod(i, cols)
-        canvas[:, y * h : (y + 1) * h, x * w : (x + 1) * w] = array[i]
-    tensor = canvas.transpose(1, 2, 0)
-    return _scale_to_uint8(tensor, np.max(tensor), np.min(tensor))
+    padded = -(-n // cols) * cols > n
+    dtype = payload.dtype
+    # The canvas holds float64 copies of the values, cast to float32 before scaling: max and min
+    # of float64(x) are float64(max(x)) and float64(min(x)) (the cast keeps order), and only
+    # 64-bit integers round differently when cast to float32 directly.
+    if dtype == np.float32:
+        values = payload
+    elif dtype in (np.int64, np.uint64):
+        values = payload.astype(np.float64).astype(np.float32)
+    else:
+        values = payload.astype(np.float32)
+    max_value, min_value = np.float64(payload.max()), np.float64(payload.min())
+    if padded:  # empty cells of the canvas are zeros, and count in its max and min
+        max_value, min_value = np.maximum(max_value, 0.0), np.minimum(min_value, 0.0)
+    pixels = _scale_to_uint8(values, max_value, min_value)
+    pad = None
+    if padded:
+        pad = int(_scale_to_uint8(np.zeros(1, dtype=np.float32), max_value, min_value)[0])
+    return ImageTiles(pixels, pad)
 
 
 def _scale_to_uint8(tensor: np.ndarray, max_value: Any, min_value: Any) -> np.ndarray:
-    """MindSpore's scaling of an HWC canvas (cast to float32) whose float64 max and min are given."""
+    """MindSpore's scaling of canvas values (cast to float32) whose float64 max and min are given;
+    elementwise, so the values may be laid out in any order."""
     scale_factor: Any = 1
     shift: Any = 0
     if max_value <= 1 and min_value >= 0:
-        scale_factor = 255
+        # Values in [0, 1] (no NaN, no infinity): ``(t - 0) * 255`` is ``t * 255`` in float32,
+        # and nothing can overflow or be invalid.
+        return (tensor.astype(np.float32, copy=False) * 255).astype(np.uint8)
     else:
         if max_value != min_value:
             scale_factor = 255 / (max_value - min_value + 1)
@@ -187,7 +239,8 @@ def png(hwc: np.ndarray) -> bytes:
 
 def encode_image(tag: str, step: Any, wall_time: float, payload: Any) -> Piece:
     pixels = getattr(payload, "pixels", None)
-    if pixels is not None:  # the image kind's payload (from a SummaryWriter): HWC uint8, ready
+    if type(payload) is not ImageTiles and pixels is not None:
+        # the image kind's payload (from a SummaryWriter): HWC uint8, ready
         if getattr(payload, "fps", None) is not None:
             logger.error("MindSpore summaries have no video; the video %r is not written", tag)
             raise Dropped(tag)
@@ -200,23 +253,25 @@ def encode_image(tag: str, step: Any, wall_time: float, payload: Any) -> Piece:
             step,
             wall_time,
         )
-    array = payload if isinstance(payload, np.ndarray) else np.asarray(payload)
-    if array.ndim != 4 or array.shape[1] not in (1, 3):
-        logger.error(
-            "The dimension of Summary tensor should be 4 or second dimension should be 1 or 3, but got "
-            "tag = %s, ndim = %d, shape=%s, which means Summary tensor is not Image.",
-            tag,
-            array.ndim,
-            array.shape,
-        )
-        raise Dropped(tag)
-    if 0 in array.shape:
-        logger.error(
-            "The tensor with shape(%s) is not a valid image because the shape contains zero.",
-            array.shape,
-        )
-        raise Dropped(tag)
-    hwc = image_canvas(array)
+    if type(payload) is not ImageTiles:  # an NCHW array, as the SummaryRecord face pools it
+        array = payload if isinstance(payload, np.ndarray) else np.asarray(payload)
+        if array.ndim != 4 or array.shape[1] not in (1, 3):
+            logger.error(
+                "The dimension of Summary tensor should be 4 or second dimension should be 1 or 3, "
+                "but got tag = %s, ndim = %d, shape=%s, which means Summary tensor is not Image.",
+                tag,
+                array.ndim,
+                array.shape,
+            )
+            raise Dropped(tag)
+        if 0 in array.shape:
+            logger.error(
+                "The tensor with shape(%s) is not a valid image because the shape contains zero.",
+                array.shape,
+            )
+            raise Dropped(tag)
+        payload = prepare_image(array)
+    hwc = payload.canvas()
     height, width, channels = hwc.shape
     return VALUE, wire.image_value(tag, height, width, channels, png(hwc)), step, wall_time
 

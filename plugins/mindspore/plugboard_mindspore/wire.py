@@ -135,18 +135,22 @@ def image_value(tag: str, height: int, width: int, colorspace: int, png: bytes) 
 
 
 def histogram_proto(
-    buckets: list[tuple[float, float, int]],
+    buckets: list[tuple[float, float, int]] | bytes,
     nan: int,
     pos_inf: int,
     neg_inf: int,
     stats: tuple[float, float, float] | None,
     count: int,
 ) -> bytes:
-    """``Histogram``; ``stats`` is (max, min, sum), absent when no value is finite."""
-    parts = [
-        field_bytes(1, b"\x09" + _pack_d(left) + b"\x11" + _pack_d(width) + b"\x18" + varint(n))
-        for left, width, n in buckets
-    ]
+    """``Histogram``; ``stats`` is (max, min, sum), absent when no value is finite. ``buckets``
+    are (left, width, count) tuples, or the bytes ``histogram_buckets`` packed for them."""
+    if isinstance(buckets, bytes):
+        parts = [buckets]
+    else:
+        parts = [
+            field_bytes(1, b"\x09" + _pack_d(left) + b"\x11" + _pack_d(width) + b"\x18" + varint(n))
+            for left, width, n in buckets
+        ]
     parts.append(field_varint(2, nan) + field_varint(3, pos_inf) + field_varint(4, neg_inf))
     if stats is not None:
         parts.append(
@@ -154,6 +158,43 @@ def histogram_proto(
         )
     parts.append(field_varint(8, count))
     return b"".join(parts)
+
+
+def histogram_buckets(lefts: np.ndarray, widths: np.ndarray, counts: np.ndarray) -> bytes:
+    """The repeated ``buckets`` fields of a ``Histogram`` ({left 1, width 2, count 3} each), packed
+    with NumPy rather than a Python loop: the same bytes as ``histogram_proto`` writes for them."""
+    n = len(counts)
+    if not n:
+        return b""
+    rows = np.empty((n, 22), dtype=np.uint8)
+    rows[:, :21] = _BUCKET_HEAD
+    rows[:, 3:11].view("<f8")[:, 0] = lefts
+    rows[:, 12:20].view("<f8")[:, 0] = widths
+    if int(counts.max()) < 0x80:  # every count one varint byte: fixed-size buckets
+        rows[:, 1] = 20
+        rows[:, 21] = counts
+        return rows.tobytes()
+    counts = counts.astype(np.uint64)
+    sizes = np.ones(n, dtype=np.intp)  # bytes of each count's varint
+    rest = counts >> np.uint64(7)
+    while rest.any():
+        sizes += rest != 0
+        rest >>= np.uint64(7)
+    width = int(sizes.max())
+    rows = np.concatenate([rows[:, :21], np.empty((n, width), dtype=np.uint8)], axis=1)
+    rows[:, 1] = 19 + sizes  # the bucket's length: always below 128, one byte
+    value = counts
+    for i in range(width):
+        more = (sizes > i + 1).astype(np.uint8) << 7
+        rows[:, 21 + i] = (value & np.uint64(0x7F)).astype(np.uint8) | more
+        value = value >> np.uint64(7)
+    keep = np.arange(21 + width) < (21 + sizes)[:, None]
+    return rows[keep].tobytes()
+
+
+#: A bucket field's fixed bytes: field 1 (length-delimited), its length (set per bucket),
+#: ``left`` (double, field 1), 8 bytes, ``width`` (double, field 2), 8 bytes, ``count`` (varint).
+_BUCKET_HEAD = np.frombuffer(b"\x0a\x00\x09" + bytes(8) + b"\x11" + bytes(8) + b"\x18", np.uint8)
 
 
 def histogram_value(tag: str, histogram: bytes) -> bytes:
