@@ -33,3 +33,11 @@ def test_summary_writer_writes_mindspore_and_tensorboard_files_with_the_same_dat
     pixels = np.asarray(Image.open(io.BytesIO(image.encoded_image)))
     assert (image.height, image.width) == (4, 6) and pixels[0, 0].tolist() == [255, 0, 0]
     assert load_run(logdir).Scalars("loss")[0].value == 0.25
+
+
+def test_mindspore_sink_creates_a_log_dir_that_does_not_exist_yet(tmp_path: Path) -> None:
+    log_dir = tmp_path / "new" / "run"
+    with SummaryWriter(str(log_dir), sinks=["mindspore"]) as w:
+        w.add_scalar("loss", 0.5, 3)
+    (path,) = [p for p in log_dir.iterdir() if ".out.events.summary." in p.name]
+    assert [(step, tag, value) for step, tag, _, value in msr.values(path)] == [(3, "loss", 0.5)]

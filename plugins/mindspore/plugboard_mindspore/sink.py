@@ -78,6 +78,8 @@ class _File:
         self._next_disk_check = 0.0
 
     def _open(self) -> None:
+        # SummaryRecord made the directory already; a SummaryWriter(sinks=["mindspore"]) has not
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
         while True:
             try:
                 handle = storage.create_exclusive(self.path)
