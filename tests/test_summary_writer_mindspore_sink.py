@@ -41,3 +41,15 @@ def test_mindspore_sink_creates_a_log_dir_that_does_not_exist_yet(tmp_path: Path
         w.add_scalar("loss", 0.5, 3)
     (path,) = [p for p in log_dir.iterdir() if ".out.events.summary." in p.name]
     assert [(step, tag, value) for step, tag, _, value in msr.values(path)] == [(3, "loss", 0.5)]
+
+
+def test_a_histogram_with_values_below_its_first_limit_keeps_them_in_mindspore(
+    tmp_path: Path,
+) -> None:
+    with SummaryWriter(str(tmp_path), sinks=["mindspore"]) as w:
+        w.add_histogram_raw("h", -3.0, 3.0, 10, 0.0, 10.0, [0.0, 1.0, 3.0], [4, 3, 3], 1)
+    (path,) = [p for p in tmp_path.iterdir() if ".out.events.summary." in p.name]
+    ((_, tag, _, hist),) = msr.values(path)
+    buckets = [(b.left, b.width, b.count) for b in hist.buckets]
+    assert tag == "h" and buckets == [(-3.0, 3.0, 4), (0.0, 1.0, 3), (1.0, 2.0, 3)]
+    assert sum(b[2] for b in buckets) == hist.count == 10

@@ -124,6 +124,11 @@ def bucketed_histogram_proto(payload: Any) -> bytes:
         (float(limits[i - 1]), float(limits[i] - limits[i - 1]), int(counts[i]))
         for i in range(1, len(limits))
     ]
+    if len(counts) and counts[0]:
+        # values below the first limit (TF1 writes such buckets; torch's and plugboard's are
+        # empty): a bucket from the minimum, so MindSpore's counts still add up to ``num``
+        left = min(float(payload.min), float(limits[0]))
+        buckets.insert(0, (left, float(limits[0]) - left, int(counts[0])))
     return wire.histogram_proto(
         buckets, 0, 0, 0, (payload.max, payload.min, payload.sum), int(payload.num)
     )
