@@ -6,6 +6,8 @@ floor of what Python can do per scalar, run interleaved in the same process; tor
 tensorboardX run fewer calls (about 55 us each) and are compared per call. Peak RSS is measured in
 fresh processes: 1,000,000 scalars, and 1,000 large images written to a stalled disk (memory must
 stay within the pending-bytes limit, 64 MiB). Also ``import plugboard`` time.
+The long-run table also has three tags logged in turn (records of several layouts interleaved),
+and the caller's latency percentiles over 1,000,000 calls are printed.
 Run: ``python bench/bench_scalar.py`` (``--quick``: long runs of 200,000 only, fewer repeats).
 """
 
@@ -48,6 +50,23 @@ def end_to_end(cls: type, n: int = N) -> float:
     return timed_per_call(n, body)
 
 
+ROTATION = ("loss", "lr", "accuracy/top1")
+
+
+def end_to_end_rotation(cls: type, n: int) -> float:
+    """Like :func:`end_to_end`, with three tags logged in turn at each step (a common loop)."""
+    w = cls(fresh_dir("scalar3"))
+
+    def body() -> None:
+        add = w.add_scalar
+        for i in range(n // 3):
+            for tag in ROTATION:
+                add(tag, 0.5, i)
+        w.close()
+
+    return timed_per_call(n // 3 * 3, body)
+
+
 def long_runs(ws: dict[str, type], sizes: tuple[int, ...], repeats: int) -> None:
     """Floor, plugboard, torch and tensorboardX interleaved in each repeat (same load for all)."""
     refs = [name for name in ("torch", "tensorboardX") if name in ws]
@@ -71,6 +90,13 @@ def long_runs(ws: dict[str, type], sizes: tuple[int, ...], repeats: int) -> None
         line = f"{n:>10,} {med['floor']:7.2f}us {ours:8.2f}us {ours / med['floor']:8.2f}x "
         line += " ".join(f"{med[name]:10.1f}us {med[name] / ours:6.1f}x" for name in refs)
         print(line, flush=True)
+    n = sizes[0]
+    floor, ours = [], []
+    for _ in range(repeats):
+        floor.append(end_to_end_rotation(FloorWriter, n))
+        ours.append(end_to_end_rotation(ws["plugboard"], n))
+    f, o = statistics.median(floor), statistics.median(ours)
+    print(f"{n:>10,} {f:7.2f}us {o:8.2f}us {o / f:8.2f}x  (3 tags in turn: {', '.join(ROTATION)})")
 
 
 _RSS_SCALARS = """
@@ -147,6 +173,28 @@ def peak_rss() -> None:
     )
 
 
+def long_latencies(n: int = 1_000_000) -> None:
+    """The caller's latency over a long run: percentiles of every call, plugboard and floor."""
+    from plugboard import SummaryWriter
+
+    print(f"\n## caller latency over {n:,} add_scalar calls (every call timed)")
+    for label, cls in (("plugboard", SummaryWriter), ("floor", FloorWriter)):
+        w = cls(fresh_dir("lat-long"))
+        add, clock = w.add_scalar, time.perf_counter_ns
+        samples = [0] * n
+        for i in range(n):
+            t0 = clock()
+            add("loss", 0.5, i)
+            samples[i] = clock() - t0
+        w.close()
+        samples.sort()
+        p50, p99, p999 = (samples[int(n * q)] / 1000 for q in (0.5, 0.99, 0.999))
+        print(
+            f"{label}: p50 {p50:.2f}us, p99 {p99:.2f}us, p99.9 {p999:.2f}us, "
+            f"max {samples[-1] / 1000:,.0f}us"
+        )
+
+
 def latencies(cls: type, n: int = N) -> tuple[float, float]:
     w = cls(fresh_dir("lat"))
     add, clock = w.add_scalar, time.perf_counter_ns
@@ -202,6 +250,7 @@ def main(argv: list[str] | None = None) -> None:
     long_runs(ws, LONG_RUNS[:1] if quick else LONG_RUNS, 2 if quick else LONG_REPEATS)
     if not quick:
         peak_rss()
+        long_latencies()
     e2e = {name: median_of(REPEATS, lambda c=cls: end_to_end(c)) for name, cls in ws.items()}
     lat = {name: latencies(cls) for name, cls in ws.items()}
     rows = [

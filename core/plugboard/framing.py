@@ -8,12 +8,15 @@ installed, else from a pure-Python table implementation (about 20x slower on sma
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
 
 _MASK_DELTA = 0xA282EAD8
 _U32 = 0xFFFFFFFF
 _pack_q = struct.Struct("<Q").pack
 _pack_i = struct.Struct("<I").pack
+_LITTLE = sys.byteorder == "little"
 
 
 def _make_table() -> list[int]:
@@ -104,4 +107,105 @@ def read_records(data: bytes, *, check_crc: bool = True) -> list[bytes]:
             raise CorruptRecord(f"bad payload CRC at offset {pos}")
         out.append(payload)
         pos += 12 + n + 4
+    return out
+
+
+# -- many records at once -------------------------------------------------------------------
+#
+# CRC-32C without its initial value and final XOR is linear over GF(2), so for records of one
+# length L the CRC of a payload is the CRC of a fixed template XOR, for every byte b at position
+# i that differs from the template, a table entry that depends only on L - i and b. Bytes that
+# are the same in every record (tags, field keys) cost nothing; each varying byte costs one
+# table lookup per record, done for all records at once with NumPy (two bytes per lookup where
+# the varying bytes come in pairs).
+
+_byte_tables: list[Any] = []  # [d]: uint32[256], contribution of byte b followed by d-1 zeros
+_pair_tables: dict[int, Any] = {}  # [d]: uint32[65536], bytes (u & 255, u >> 8) at distances d, d-1
+_MAX_PAIR_TABLES = 24
+
+
+def _byte_table(d: int) -> Any:
+    """Contribution to the (linear) CRC of one byte followed by ``d - 1`` zero bytes."""
+    import numpy as np
+
+    if not _byte_tables:
+        _byte_tables.append(None)  # distance 0 is not a byte of the payload
+        _byte_tables.append(np.array(_TABLE, dtype=np.uint32))
+    base = _byte_tables[1]
+    while len(_byte_tables) <= d:
+        prev = _byte_tables[-1]
+        _byte_tables.append(base[prev & 0xFF] ^ (prev >> 8))
+    return _byte_tables[d]
+
+
+def _pair_table(d: int) -> Any:
+    """Contribution of two bytes (low byte at distance ``d``, high byte at ``d - 1``) by uint16,
+    or None once the cache is full (each table takes 256 KiB: two byte lookups do instead)."""
+    table = _pair_tables.get(d)
+    if table is None and len(_pair_tables) < _MAX_PAIR_TABLES:
+        import numpy as np
+
+        u = np.arange(65536, dtype=np.uint32)
+        table = _pair_tables[d] = _byte_table(d)[u & 0xFF] ^ _byte_table(d - 1)[u >> 8]
+    return table
+
+
+MAX_FIXED_TABLES = 4096  # payload bytes up to which frame_fixed uses tables (1 KiB per byte)
+
+
+def frame_fixed(template: bytes, fields: Sequence[tuple[int, Any]]) -> Any:
+    """Frame ``n`` records that equal ``template`` except at the given fields, all at once.
+
+    ``fields`` holds ``(offset, array)`` pairs: an array of ``n`` fixed-size values (any dtype,
+    written as its little-endian bytes) or an ``(n, k)`` uint8 array, placed at ``offset`` in
+    each payload. The template's bytes under the fields are ignored. Returns an
+    ``(n, len(template) + 16)`` uint8 array: the framed records, one per row. Meant for small
+    records (scalars): for payloads over ``MAX_FIXED_TABLES`` bytes the CRCs are computed one
+    record at a time.
+    """
+    import numpy as np
+
+    size = len(template)
+    columns = []
+    n = -1
+    for offset, values in fields:
+        arr = np.ascontiguousarray(values)
+        if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and not _LITTLE):
+            arr = arr.astype(arr.dtype.newbyteorder("<"))
+        as_bytes = arr.view(np.uint8).reshape(len(arr), -1)
+        if n < 0:
+            n = len(arr)
+        elif len(arr) != n:
+            raise ValueError(f"fields hold {n} and {len(arr)} records")
+        if not 0 <= offset <= size - as_bytes.shape[1]:
+            raise ValueError(f"field at offset {offset} falls outside a {size}-byte payload")
+        columns.append((offset, arr, as_bytes))
+    base = bytearray(template)
+    for offset, _, as_bytes in columns:
+        base[offset : offset + as_bytes.shape[1]] = bytes(as_bytes.shape[1])
+    crc = np.full(max(n, 0), crc32c(bytes(base)), dtype=np.uint32)
+    out = np.empty((max(n, 0), size + 16), dtype=np.uint8)
+    out[:, :12] = np.frombuffer(_header_cache.get(size) or _header(size), dtype=np.uint8)
+    out[:, 12 : 12 + size] = np.frombuffer(bytes(base), dtype=np.uint8)
+    for offset, _, as_bytes in columns:
+        out[:, 12 + offset : 12 + offset + as_bytes.shape[1]] = as_bytes
+    if size > MAX_FIXED_TABLES:  # tables would grow with the size: one C CRC per record
+        crc[:] = [crc32c(row.tobytes()) for row in out[:, 12 : 12 + size]]
+        columns = []
+    for offset, _, as_bytes in columns:
+        width = as_bytes.shape[1]
+        pairs = width // 2
+        if pairs:
+            wide = np.ascontiguousarray(as_bytes[:, : 2 * pairs]).view("<u2")
+            for j in range(pairs):
+                table = _pair_table(size - offset - 2 * j)
+                if table is not None:
+                    crc ^= table[wide[:, j]]
+                else:
+                    crc ^= _byte_table(size - offset - 2 * j)[as_bytes[:, 2 * j]]
+                    crc ^= _byte_table(size - offset - 2 * j - 1)[as_bytes[:, 2 * j + 1]]
+        if width % 2:
+            crc ^= _byte_table(size - offset - width + 1)[as_bytes[:, width - 1]]
+    masked = (((crc >> 15) | (crc << 17)) + np.uint32(_MASK_DELTA)) & np.uint32(_U32)
+    out[:, 12 + size :] = masked.astype("<u4").view(np.uint8).reshape(-1, 4)
     return out

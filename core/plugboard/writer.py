@@ -31,7 +31,12 @@ _valid_tags: set[str] = set()
 _live_writers: weakref.WeakSet[SummaryWriter] = weakref.WeakSet()
 DEFAULT_SINKS = ("tfevents",)
 SINK_ERRORS = ("raise", "warn")
-_Route = tuple[Callable[..., Any], Callable[[Any], None], bool]
+# How a route hands a payload to its sink: encoded now, as a Deferred encode (heavy kinds), or
+# as a row (key, tag, step, wall_time, payload) that the sink frames in batches later: for an
+# encoder with a ``batch`` attribute and a sink with ``write_row`` and ``row_key`` (the key that
+# stands for ``batch``), as RecordFile.write_row describes.
+_NOW, _DEFERRED, _ROW = 0, 1, 2
+_Route = tuple[Callable[..., Any], Callable[[Any], None], int]
 
 
 class SinkWarning(UserWarning):
@@ -391,8 +396,10 @@ class SummaryWriter:
         except KeyError:
             routes = self._build_routes(kind)
         try:
-            for encode, write, heavy in routes:
-                if heavy:
+            for encode, write, mode in routes:
+                if mode is _ROW:
+                    write((encode, tag, global_step, walltime, payload))
+                elif mode:
                     write(
                         Deferred(encode, (tag, global_step, walltime, payload), _size_hint(payload))
                     )
@@ -443,13 +450,18 @@ class SummaryWriter:
                     warn.cannot_encode(sink_name, kind)
                     continue
                 encode = functools.partial(encode_any, kind)
-            routes.append((encode, sink.write, k.heavy))
+            batch = getattr(encode, "batch", None)
+            write_row = getattr(sink, "write_row", None)
+            if batch is not None and write_row is not None and not k.heavy:
+                routes.append((sink.row_key(batch), write_row, _ROW))  # type: ignore[attr-defined]
+            else:
+                routes.append((encode, sink.write, _DEFERRED if k.heavy else _NOW))
         self._routes[kind] = routes
         return routes
 
     def _sink_of(self, write: Callable[[Any], None]) -> tuple[str, Sink] | None:
         for name, sink in self._sinks:
-            if sink.write == write:
+            if sink.write == write or getattr(sink, "write_row", None) == write:
                 return name, sink
         return None
 
@@ -464,9 +476,11 @@ class SummaryWriter:
         """A sink failed in ``emit``: finish the other sinks, then raise or warn and detach."""
         index = next(i for i, r in enumerate(routes) if r[0] is encode and r[1] == write)
         failures = [(write, exc)]
-        for encode2, write2, heavy in routes[index + 1 :]:
+        for encode2, write2, mode in routes[index + 1 :]:
             try:
-                if heavy:
+                if mode is _ROW:
+                    write2((encode2, *args))
+                elif mode:
                     write2(Deferred(encode2, args, _size_hint(args[3])))
                 else:
                     write2(encode2(*args))

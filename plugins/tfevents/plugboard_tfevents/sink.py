@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from plugboard import paths, storage
-from plugboard.recordfile import RecordFile
+from plugboard.recordfile import RecordFile, row_key
 from plugboard.sinks import SinkOptions
 
 FILE_VERSION = "brain.Event:2"
@@ -57,6 +57,9 @@ class TfEventsSink:
             start = Event(wall_time=now, step=step, session_log=SessionLog(status=1))
             self._file.write_now(start.SerializeToString())
         self.write = self._file.write
+        # Rows of encoders with a ``batch`` (see RecordFile.write_row), keyed by row_key(batch).
+        self.write_row = self._file.write_row
+        self.row_key = row_key
 
     def flush(self) -> None:
         self._file.flush()
