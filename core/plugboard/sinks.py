@@ -31,6 +31,12 @@ class Sink(Protocol):
 
     ``write`` receives what the (kind, sink) encoder returned, or a :class:`Deferred` for heavy
     kinds, which the sink resolves when it likes (for instance on a background thread).
+
+    Optional batch path, for the hottest kinds: a sink that also has ``write_row(row)`` and
+    ``row_key(batch)`` (as :class:`plugboard.recordfile.RecordFile` does) receives, for an
+    encoder carrying ``encode.batch``, the caller's validated values as rows ``(key, tag, step,
+    wall_time, payload)`` instead of encoded bytes; ``batch(rows)`` later turns consecutive rows
+    into their framed records at once, in order (the scalar kind frames thousands per call).
     """
 
     def write(self, data: Any) -> None: ...
