@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 import warnings
 from pathlib import Path
+from typing import Any
 
 import fsspec
 import numpy as np
@@ -13,6 +14,8 @@ from conftest import event_files, load_run
 from plugboard import SummaryWriter, read
 from plugboard.framing import frame
 from plugboard.readers import Batch, ReadWarning, RunReader
+
+pytest_plugins = ["plugboard.testing"]
 
 
 def _write(path: Path, n: int = 100, tags: tuple[str, ...] = ("loss", "acc")) -> None:
@@ -222,3 +225,57 @@ def test_bit_flip_inside_a_bulk_run_reports_that_record_only(tmp_path: Path) -> 
     with pytest.warns(ReadWarning, match=f"bad data CRC; record skipped at offset {offset}$"):
         df = read(str(tmp_path))
     assert df["step"].tolist() == [i for i in range(1000) if i != 700]
+
+
+def test_scalar_table_peak_memory_is_under_twice_the_table(tmp_path: Path) -> None:
+    """1,000,000 scalars (issue 11's size): the read holds one 4 MiB chunk and the table's parts
+    plus one output column at a time, never the parts plus the whole table."""
+    import tracemalloc
+
+    tags = ("loss", "acc", "lr", "grad")
+    with SummaryWriter(str(tmp_path)) as w:
+        add = w.add_scalar
+        for i in range(1_000_000):
+            add(tags[i & 3], i * 0.5, i >> 2)
+    read(str(tmp_path))  # imports and caches outside the measured call
+    tracemalloc.start()
+    try:
+        df = read(str(tmp_path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    table = int(df.memory_usage(deep=True).sum())
+    assert len(df) == 1_000_000
+    assert peak <= 2 * table, f"peak {peak} bytes for a {table}-byte table"
+
+
+def test_a_decoder_that_raises_is_reported_and_the_read_goes_on(
+    tmp_path: Path, register_plugin: Any
+) -> None:
+    from plugboard import hookimpl
+    from plugboard_tfevents.proto import Event, SummaryValue, metadata
+
+    class BrokenDecoder:
+        @hookimpl
+        def register_decoders(self, register: Any) -> None:
+            def decode(value: Any, step: int, wall_time: float) -> None:
+                if value.metadata.plugin_data.plugin_name == "stars":
+                    raise RuntimeError("cannot parse this")
+
+            register("tfevents", "stars", decode)
+
+    register_plugin(BrokenDecoder(), "broken-decoder")
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_event(
+            Event(
+                step=1, summary={"value": [SummaryValue(tag="r", metadata=metadata("stars", b"5"))]}
+            )
+        )
+        w.add_text("notes", "kept", 2)
+        w.add_scalar("loss", 0.5, 3)
+    with pytest.warns(
+        ReadWarning, match=r"the stars decoder failed .*cannot parse this.* at offset \d+"
+    ):
+        assert read(str(tmp_path), kind="stars").empty
+    assert read(str(tmp_path), kind="text")["value"].tolist() == ["kept"]
+    assert read(str(tmp_path))["value"].tolist() == [0.5]

@@ -356,9 +356,9 @@ def cmd_export(
         raise CliError(f"--kind: {e}") from None
     if os.path.exists(out) and not force:
         raise CliError(f"{out} exists; pass --force to overwrite it")
-    reader = _reader(logdir, formats, kind)
-    files = reader.discover()
-    _note_skipped(reader)
+    run_reader = _reader(logdir, formats, kind)
+    files = run_reader.discover()
+    _note_skipped(run_reader)
     run_set, tag_set = (set(runs) if runs else None), (set(tags) if tags else None)
     tmp = out + ".partial"
     progress = _Progress(len(files))
