@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         mindspore = None
         print("MindSpore is not installed: measuring plugboard alone")
     print(f"{steps} steps per case; times per step (add_value + record), median / mean incl. close")
-    header = f"{'case':16} {'plugboard':>17}"
+    header = f"{'case':16} {'plugboard':>19}"
     if mindspore is not None:
         header += (
             f" {'MindSpore ' + mindspore.__version__:>19} {'ratio med':>9} {'ratio mean':>10}"
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                 ms.append(measure(MsRecord, plugin, Tensor(value), max(500, steps // 2)))
         pb_med = statistics.median(m for m, _ in pb)
         pb_mean = statistics.median(m for _, m in pb)
-        line = f"{name:16} {pb_med * 1e6:6.1f} / {pb_mean * 1e6:6.1f} us"
+        line = f"{name:16} {pb_med * 1e6:6.2f} / {pb_mean * 1e6:6.2f} us"
         if mindspore is not None:
             ms_med = statistics.median(m for m, _ in ms)
             ms_mean = statistics.median(m for _, m in ms)

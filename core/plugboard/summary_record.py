@@ -294,6 +294,10 @@ class SummaryRecord:
         self._write_record: Callable[[int, float, list[tuple[str, str, Any]]], None] = getattr(
             self._sink, "write_record", None
         ) or (lambda step, wall_time, items: self._sink.write(Recorded(step, wall_time, items)))
+        # ... and a step of one value as write_value(step, wall_time, (kind, tag, payload)).
+        self._write_value: Callable[[int, float, tuple[str, str, Any]], None] | None = getattr(
+            self._sink, "write_value", None
+        )
         if isinstance(sinks, str) or not all(isinstance(n, str) for n in sinks):
             raise _type_error("sinks", sinks, "a list of sink names")
         extra = list(dict.fromkeys([*sinks, *(["tfevents"] if tensorboard else [])]))
@@ -430,6 +434,11 @@ class SummaryRecord:
             and not (ops._cache and self._mode == "train")
         ):  # the hot path: values pooled by add_value only, no graph, filter or extra sink
             pool = self._pool
+            if len(pool) == 1 and self._write_value is not None:
+                item = pool[0]
+                del pool[0]  # a value another thread adds meanwhile stays for the next record
+                self._write_value(step, _now(), item)
+                return True
             if not pool:
                 return True
             items = pool[:]

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
+from plugboard.framing import frame, frame_fixed
 from plugboard.wire import float32 as _float32
 
 from . import wire
@@ -302,3 +305,132 @@ def lineage_encoder(field: int) -> Any:
 
 #: Kinds whose encoding is costly enough to run on the writer thread.
 HEAVY = frozenset({"image", "histogram", "tensor"})
+
+
+# -- float scalars in batches -----------------------------------------------------------------
+#
+# The SummaryRecord face pools float scalars as Python floats; a step holding only such values
+# reaches the sink's summary file as one row ``(key, tag, step, wall_time, value)`` (one scalar)
+# or ``(key, tags, step, wall_time, values)`` (tuples: several scalars in one Event). The writer
+# thread frames thousands of rows at once with :func:`encode_scalar_rows`, byte for byte what
+# the per-record path writes.
+
+#: Rows per batch below which packing them one by one is cheaper than NumPy's fixed costs.
+MIN_SCALAR_BATCH = 48
+#: Steps (as uint64) at or above ``_STEP_BOUNDS[k - 1]`` take more than ``k`` varint bytes.
+_STEP_BOUNDS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
+#: Runs of one layout in a batch up to which each run is framed as it lies (no reordering).
+_MAX_RUNS = 8
+_tags_of, _step_of, _wall_of, _values_of = (itemgetter(i) for i in range(1, 5))
+_scalar_layouts: dict[tuple[Any, int], tuple[bytes, tuple[int, ...]]] = {}
+
+
+def scalar_event(tags: Any, step: int, wall_time: float, values: Any) -> bytes:
+    """The summary Event of one row: ``tags`` and ``values`` a str and a float, or tuples."""
+    if type(tags) is str:
+        return wire.summary_event(wall_time, step, [_tag_field(tags) + b"\x1d" + _float32(values)])
+    return wire.summary_event(
+        wall_time,
+        step,
+        [_tag_field(tag) + b"\x1d" + _float32(value) for tag, value in zip(tags, values)],
+    )
+
+
+def encode_scalar_rows(rows: Sequence[tuple[Any, Any, int, float, Any]]) -> bytes:
+    """Framed summary Events for ``rows`` of float scalars (see above), in order.
+
+    Rows are grouped by layout (tags, and how many bytes the step's varint takes); each group is
+    packed and framed as one NumPy array (:func:`plugboard.framing.frame_fixed`: only the wall
+    time, step and values differ between its records) and the records are put back in call order.
+    """
+    n = len(rows)
+    if n < MIN_SCALAR_BATCH:
+        return b"".join([frame(scalar_event(*row[1:])) for row in rows])
+    tags = list(map(_tags_of, rows))
+    wall = np.array(list(map(_wall_of, rows)), dtype=np.float64)
+    ustep = np.array(list(map(_step_of, rows)), dtype=np.int64).view(np.uint64)
+    widths = np.searchsorted(_STEP_BOUNDS, ustep, side="right") + 1
+    first = tags[0]
+    if tags.count(first) == n:
+        # the common case: the same tags every step, and steps that grow, so the step's varint
+        # changes width at a few places at most: one array per run of one width, joined
+        changes = np.flatnonzero(widths[1:] != widths[:-1]) + 1
+        if len(changes) <= _MAX_RUNS:
+            with np.errstate(over="ignore"):  # beyond float32: +-inf, as float32() gives
+                values = np.array(list(map(_values_of, rows)), dtype=np.float32)
+            edges = [0, *changes.tolist(), n]
+            return b"".join(
+                [
+                    _scalar_group(
+                        first, int(widths[a]), wall[a:b], ustep[a:b], values[a:b]
+                    ).tobytes()
+                    for a, b in zip(edges[:-1], edges[1:])
+                ]
+            )
+    layouts: dict[tuple[Any, int], int] = {}
+    ids = np.array(
+        [layouts.setdefault(key, len(layouts)) for key in zip(tags, widths.tolist())],
+        dtype=np.int64,
+    )
+    names = list(layouts)
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    edges = [0, *(np.flatnonzero(np.diff(sorted_ids)) + 1).tolist(), n]
+    sizes = np.empty(n, dtype=np.int64)
+    groups = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        idx = order[a:b]
+        group_tags, width = names[int(sorted_ids[a])]
+        values = _values(rows, idx.tolist())
+        framed = _scalar_group(group_tags, width, wall[idx], ustep[idx], values)
+        sizes[idx] = framed.shape[1]
+        groups.append((idx, framed))
+    offsets = np.cumsum(sizes) - sizes
+    out = np.empty(int(sizes.sum()), dtype=np.uint8)
+    for idx, framed in groups:  # back in call order
+        out[offsets[idx][:, None] + np.arange(framed.shape[1])] = framed
+    return out.tobytes()  # type: ignore[no-any-return]
+
+
+def _values(rows: Sequence[tuple[Any, ...]], idx: Iterable[int]) -> Any:
+    """float32 values of the rows at ``idx`` (one column per scalar of the layout)."""
+    with np.errstate(over="ignore"):  # beyond float32: +-inf, as a C cast (and float32()) gives
+        return np.array([rows[i][4] for i in idx], dtype=np.float32)
+
+
+def _scalar_layout(tags: Any, width: int) -> tuple[bytes, tuple[int, ...]]:
+    """A template Event of ``tags`` whose step takes ``width`` varint bytes, and the offset of
+    each float32 value in it (the wall time is at 1, the step at 10)."""
+    layout = _scalar_layouts.get((tags, width))
+    if layout is not None:
+        return layout
+    single = type(tags) is str
+    values = [_tag_field(tag) + b"\x1d" for tag in ((tags,) if single else tags)]
+    body = b""
+    offsets = []
+    for value in values:
+        piece = b"\x0a" + wire.varint(len(value) + 4) + value
+        offsets.append(len(body) + len(piece))
+        body += piece + bytes(4)
+    head = b"\x09" + bytes(8) + b"\x10" + bytes(width) + b"\x2a" + wire.varint(len(body))
+    layout = (head + body, tuple(len(head) + at for at in offsets))
+    if len(_scalar_layouts) < 10_000:
+        _scalar_layouts[(tags, width)] = layout
+    return layout
+
+
+def _scalar_group(tags: Any, width: int, wall: Any, ustep: Any, values: Any) -> Any:
+    """Framed records (one per row of an ``(n, size)`` uint8 array) of one layout."""
+    template, offsets = _scalar_layout(tags, width)
+    step_bytes = np.empty((len(ustep), width), dtype=np.uint8)
+    for j in range(width):
+        byte = (ustep >> np.uint64(7 * j)) & np.uint64(0x7F)
+        if j < width - 1:
+            byte |= np.uint64(0x80)
+        step_bytes[:, j] = byte
+    fields: list[tuple[int, Any]] = [(1, wall), (10, step_bytes)]
+    if values.ndim == 1:
+        fields.append((offsets[0], values))
+    else:
+        fields.extend((at, values[:, j]) for j, at in enumerate(offsets))
+    return frame_fixed(template, fields)

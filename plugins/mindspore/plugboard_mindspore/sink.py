@@ -7,6 +7,12 @@ read-only (0o400) on close. ``max_file_size`` caps each file as MindSpore does: 
 that does not fit stops that file for good. Unlike MindSpore, an existing file is never
 truncated: a name already taken moves the time stamp forward.
 
+A ``record()`` step of float scalars only (the common case) is queued as a row ``(tag(s), step,
+wall_time, value(s))`` and framed with thousands of others on the writer thread
+(:func:`~plugboard_mindspore.encoders.encode_scalar_rows`), byte for byte the Event the
+per-record path writes, in call order with every other record. With ``max_file_size`` each
+record is encoded in the caller instead, as MindSpore's budget counts every record's size.
+
 Options (``SinkOptions.extra``): ``file_prefix``, ``file_suffix``, ``max_file_size``,
 ``raise_exception``, ``export_options``, ``time_second``, ``device_id``.
 """
@@ -26,14 +32,14 @@ from typing import Any
 
 import numpy as np
 from plugboard import storage
-from plugboard.recordfile import RecordFile
+from plugboard.recordfile import RecordFile, row_key
 from plugboard.sinks import Deferred, SinkOptions
 from plugboard.warn import cannot_encode
 from plugboard.wire import float32 as _float32
 from plugboard.wire import wall_step as _wall_step
 
 from . import wire
-from .encoders import EVENT, HEAVY, LINEAGE, VALUE, Dropped, encode_scalar
+from .encoders import EVENT, HEAVY, LINEAGE, VALUE, Dropped, encode_scalar, encode_scalar_rows
 from .wire import tag_field as _tag_field
 
 SINK = "mindspore"
@@ -48,6 +54,10 @@ READ_ONLY = stat.S_IRUSR
 #: bursts. At the core's 64 MiB, a run of 1x3x64x64 images paid about 15 us a step in page
 #: faults while the queue grew, and peaked at 2.4 times the memory.
 MAX_PENDING_BYTES = 8 * 1024 * 1024
+#: Bytes a queued row of scalars is taken to need on disk (for the free-space check).
+ROW_SIZE_HINT = 64
+#: The key of scalar rows in a RecordFile's queue (see RecordFile.write_row).
+_SCALAR_ROWS = row_key(encode_scalar_rows)
 logger = logging.getLogger("plugboard.mindspore")
 
 
@@ -76,10 +86,20 @@ class _File:
         self.budget = sink.max_file_size
         self.dead = False
         self._next_disk_check = 0.0
+        # Rows (see write_row) go straight to the open file's write_row; None until the file is
+        # open and again once it is stopped. The disk is checked when the caller's wall time
+        # leaves [rows_checked, rows_check_due): at most once a second, whichever way the
+        # clock moves.
+        self.write_rows: Callable[[tuple[Any, ...]], None] | None = None
+        self.rows_checked = 0.0
+        self.rows_check_due = 0.0
 
     def _open(self) -> None:
         # SummaryRecord made the directory already; a SummaryWriter(sinks=["mindspore"]) has not
-        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        try:
+            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        except FileExistsError:  # a file where the directory should be: the create says so
+            pass
         while True:
             try:
                 handle = storage.create_exclusive(self.path)
@@ -129,6 +149,28 @@ class _File:
         except (OSError, RuntimeError) as exc:
             self.sink.failed(self, exc)
 
+    def write_row(self, row: tuple[Any, ...], wall_time: float) -> None:
+        """Queue a validated row for the file's batch encoder (no size budget: see the sink)."""
+        write_rows = self.write_rows
+        if write_rows is None:
+            if self.dead:
+                return
+            if self.file is None:
+                self.sink.guard(self, self._open)
+                if self.dead:
+                    return
+            assert self.file is not None
+            write_rows = self.write_rows = self.file.write_row
+        if not self.rows_checked <= wall_time < self.rows_check_due:
+            self.rows_checked, self.rows_check_due = wall_time, wall_time + DISK_CHECK_SECS
+            self.sink.check_disk(self.path, ROW_SIZE_HINT, self)
+            if self.dead:
+                return
+        try:
+            write_rows(row)
+        except (OSError, RuntimeError) as exc:
+            self.sink.failed(self, exc)
+
     def flush(self) -> None:
         if self.file is not None and not self.dead:
             self.sink.guard(self, self.file.flush)
@@ -139,6 +181,7 @@ class _File:
     def stop(self) -> None:
         """Close this file for good (size budget exhausted, or an error)."""
         self.dead = True
+        self.write_rows = None
         if self.file is not None:
             try:
                 self.file.close()
@@ -150,6 +193,7 @@ class _File:
             return
         if not self.dead:
             self.dead = True
+            self.write_rows = None
             self.sink.guard(self, self.file.close)
         _make_read_only(self.path)
 
@@ -192,6 +236,10 @@ class MindSporeSink:
         # Scalars the SummaryRecord face pools as floats are packed here, without the encoder
         # call, unless another plugin replaced the scalar encoder.
         self._fast_scalars = self._by_kind.get("scalar") is encode_scalar
+        # A step of float scalars only is queued as a row, framed with thousands of others by
+        # encode_scalar_rows on the writer thread. Not with max_file_size: MindSpore's budget
+        # counts each record's size as it is written, so those steps are encoded here.
+        self._scalar_rows = self._fast_scalars and self.max_file_size is None
         self._closed = False
 
     def _paths(self, t: int) -> tuple[str, str, str]:
@@ -251,10 +299,31 @@ class MindSporeSink:
             return
         self.write_record(data.step, data.wall_time, items)
 
+    def write_value(self, step: int, wall_time: float, item: tuple[str, str, Any]) -> None:
+        """Write a ``record()`` of one ``(kind, tag, payload)`` value (the face's hot path)."""
+        kind, tag, payload = item
+        if kind == "scalar" and type(payload) is float and self._scalar_rows:
+            # One float scalar a step: a row, framed later in a batch (encode_scalar_rows).
+            row = (_SCALAR_ROWS, tag, step, wall_time, payload)
+            summary = self.summary
+            write_rows = summary.write_rows
+            if write_rows is None or not summary.rows_checked <= wall_time < summary.rows_check_due:
+                summary.write_row(row, wall_time)  # open the file, check the disk
+                return
+            try:
+                write_rows(row)
+            except (OSError, RuntimeError) as exc:
+                self.failed(summary, exc)
+            return
+        self.write_record(step, wall_time, [item])
+
     def write_record(self, step: int, wall_time: float, items: list[tuple[str, str, Any]]) -> None:
         """Write the ``(kind, tag, payload)`` items of one ``record()`` as one summary Event."""
         if len(items) == 1 and self._fast_scalars:
             kind, tag, payload = items[0]
+            if kind == "scalar" and type(payload) is float and self._scalar_rows:
+                self.write_value(step, wall_time, items[0])
+                return
             if kind == "scalar" and type(payload) is float and 0 <= step < 0x200000:
                 # The hot path, one scalar a step: the whole Event in one struct.pack.
                 packs = _scalar_packs.get(tag) or _scalar_structs(tag)
@@ -281,6 +350,19 @@ class MindSporeSink:
                         Deferred(_summary_record, work, int(getattr(payload, "nbytes", 0)))
                     )
                     return
+        if self._scalar_rows and len(items) > 1:
+            tags = []
+            values = []
+            for kind, tag, payload in items:
+                if kind != "scalar" or type(payload) is not float:
+                    break
+                tags.append(tag)
+                values.append(payload)
+            else:  # several float scalars: one row, one Event
+                self.summary.write_row(
+                    (_SCALAR_ROWS, tuple(tags), step, wall_time, tuple(values)), wall_time
+                )
+                return
         encoders = self._by_kind
         fast_scalars = self._fast_scalars
         encoded: list[bytes] = []
@@ -379,6 +461,7 @@ class MindSporeSink:
         """After a fork: forget the parent's files without writing to them."""
         for target in (self.summary, self.lineage):
             target.dead = True
+            target.write_rows = None
             if target.file is not None:
                 target.file._abandon_after_fork()
         self._closed = True
