@@ -37,6 +37,9 @@ class Sink(Protocol):
     encoder carrying ``encode.batch``, the caller's validated values as rows ``(key, tag, step,
     wall_time, payload)`` instead of encoded bytes; ``batch(rows)`` later turns consecutive rows
     into their framed records at once, in order (the scalar kind frames thousands per call).
+    A sink used by ``SummaryRecord`` may also offer ``write_record(step, wall_time, items)`` and
+    ``write_value(step, wall_time, (kind, tag, payload))``, which take one ``record()`` step (or a
+    step of one value) without building a ``Recorded``; without them it gets ``write``.
     """
 
     def write(self, data: Any) -> None: ...
