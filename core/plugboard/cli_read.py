@@ -541,12 +541,8 @@ def _smoothing(text: str) -> float:
     return w
 
 
-def add_parsers(sub: Any) -> None:
-    """Add ``ls``, ``export``, ``plot``, ``board`` and ``convert`` to the ``plugboard`` subparsers."""
-    p = sub.add_parser("ls", help="runs, tags per kind, counts, step range, last update")
-    p.add_argument("logdir")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument(
+def _add_from(parser: Any) -> None:
+    parser.add_argument(
         "--from",
         dest="formats",
         nargs="+",
@@ -554,6 +550,14 @@ def add_parsers(sub: Any) -> None:
         help="read only these formats (tfevents, mindspore, csv, jsonl, ...); by default a run "
         "holding the same values in several formats is read in one, event files first",
     )
+
+
+def add_parsers(sub: Any) -> None:
+    """Add ``ls``, ``export``, ``plot``, ``board`` and ``convert`` to the ``plugboard`` subparsers."""
+    p = sub.add_parser("ls", help="runs, tags per kind, counts, step range, last update")
+    p.add_argument("logdir")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_from(p)
     p = sub.add_parser("export", help="scalars (or another kind) to csv, parquet or jsonl")
     p.add_argument("logdir")
     p.add_argument("-o", "--output", required=True, help="out.csv, out.parquet or out.jsonl")
@@ -567,14 +571,7 @@ def add_parsers(sub: Any) -> None:
         "bytes are base64 in csv/jsonl and binary in parquet, arrays nested lists in jsonl and "
         ".npy bytes in parquet",
     )
-    p.add_argument(
-        "--from",
-        dest="formats",
-        nargs="+",
-        metavar="FORMAT",
-        help="read only these formats (tfevents, mindspore, csv, jsonl, ...); by default a run "
-        "holding the same values in several formats is read in one, event files first",
-    )
+    _add_from(p)
     p.add_argument("--force", action="store_true", help="overwrite the output")
     p = sub.add_parser("plot", help="one scalar tag over runs as a PNG")
     p.add_argument("logdir")
@@ -583,14 +580,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--smooth", type=_smoothing, default=0.0, help="TensorBoard smoothing, [0, 1)")
     p.add_argument("--band", action="store_true", help="mean over runs with a min..max band")
     p.add_argument("--runs", nargs="+", help="keep only these runs")
-    p.add_argument(
-        "--from",
-        dest="formats",
-        nargs="+",
-        metavar="FORMAT",
-        help="read only these formats (tfevents, mindspore, csv, jsonl, ...); by default a run "
-        "holding the same values in several formats is read in one, event files first",
-    )
+    _add_from(p)
     p.add_argument("--force", action="store_true", help="overwrite the output")
     p = sub.add_parser("board", help="start TensorBoard on the log dir")
     p.add_argument("logdir")
@@ -601,14 +591,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("dst", help="local directory the converted runs go to (dst/<run>)")
     p.add_argument("--to", required=True, help="target format: a sink name, such as tfevents")
     p.add_argument("--force", action="store_true", help="write into a dst that holds files")
-    p.add_argument(
-        "--from",
-        dest="formats",
-        nargs="+",
-        metavar="FORMAT",
-        help="read only these formats (tfevents, mindspore, csv, jsonl, ...); by default a run "
-        "holding the same values in several formats is read in one, event files first",
-    )
+    _add_from(p)
 
 
 def dispatch(args: Any) -> int:
