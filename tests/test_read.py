@@ -93,7 +93,7 @@ def test_truncated_tail_left_for_next_read_and_live_run_yields_only_new(tmp_path
     assert _steps(first[1]) == list(range(99))
     path.write_bytes(data + frame(_scalar_event("x", 100, 7.0)))
     (second,) = reader.read()
-    assert second[1].steps == [99, 100] and second[1].values[-1] == 7.0
+    assert _steps(second[1]) == [99, 100] and second[1].scalars()[3][-1] == 7.0
     (third,) = reader.read()
     assert _steps(third[1]) == []
 
@@ -210,7 +210,9 @@ def test_records_straddling_chunk_boundaries(
 
     events = [(f"t{i % 3}", i, float(i)) for i in range(500)]
     (tmp_path / "events.out.tfevents.1.x").write_bytes(_frames(events))
-    monkeypatch.setattr(reader, "CHUNK", 1000)  # not a multiple of the record size
+    monkeypatch.setattr(
+        reader.EventFileReader, "chunk_size", 1000
+    )  # not a multiple of the record size
     df = read(str(tmp_path))
     assert list(zip(df.tag, df.step, df.value)) == events
 

@@ -274,9 +274,10 @@ def test_rows_straddling_tiny_chunks_read_the_same(
     _, csv, jsonl = _split_sinks(tmp_path, _log_scalars)
     path = str(csv if fmt == "csv" else jsonl)
     whole = read(path)
-    module = __import__(f"plugboard_{fmt}.reader", fromlist=["CHUNK"])
+    from plugboard.readers import ChunkedFileReader
+
     for chunk in (1, 7, 64):
-        monkeypatch.setattr(module, "CHUNK", chunk)
+        monkeypatch.setattr(ChunkedFileReader, "chunk_size", chunk)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert read(path).equals(whole), chunk

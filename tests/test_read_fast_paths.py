@@ -190,7 +190,9 @@ def test_scalars_the_slow_path_decodes_keep_their_place_among_bulk_ones(
     data, want = _tensorboard_records(3000)
     (tmp_path / "events.out.tfevents.1.x").write_bytes(data)
     assert _rows(read(str(tmp_path))) == want
-    monkeypatch.setattr(reader, "CHUNK", 1500)  # records straddle chunks, cycles too
+    monkeypatch.setattr(
+        reader.EventFileReader, "chunk_size", 1500
+    )  # records straddle chunks, cycles too
     assert _rows(read(str(tmp_path))) == want
     assert _rows(read(str(tmp_path))) == _slow_rows(tmp_path)
 
@@ -202,7 +204,7 @@ def test_cycles_straddling_chunk_boundaries(
     from plugboard_tfevents import reader
 
     _write_cycle(tmp_path)
-    monkeypatch.setattr(reader, "CHUNK", chunk)
+    monkeypatch.setattr(reader.EventFileReader, "chunk_size", chunk)
     assert _rows(read(str(tmp_path))) == _tb_rows(tmp_path)
 
 

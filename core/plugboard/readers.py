@@ -82,6 +82,59 @@ class FileReader(Protocol):
     def read_new(self) -> Batch: ...
 
 
+#: bytes a :class:`ChunkedFileReader` reads at a time.
+CHUNK = 4 << 20
+
+
+class ChunkedFileReader:
+    """A file read in chunks of :attr:`chunk_size` bytes, from where the last read stopped.
+
+    A format's reader implements :meth:`_scan`, which decodes the whole records (lines, ...) of
+    a chunk into the batch and returns the bytes it consumed; what is left (a torn tail) starts
+    the next chunk, or waits for the next :meth:`read_new` when the file ends there. So memory
+    holds one chunk, a live file is read safely, and each read returns only what is new.
+    """
+
+    #: bytes read at a time (a class attribute, so tests can make records straddle chunks).
+    chunk_size: int = CHUNK
+
+    def __init__(self, fs: Any, path: str) -> None:
+        self.fs, self.path = fs, path
+        #: file offset of the first byte not yet consumed.
+        self.offset = 0
+        #: True once the rest of the file cannot be trusted (say, a bad record length).
+        self.dead = False
+
+    def read_new(self) -> Batch:
+        """Decode everything whole appended since the last call into a fresh :class:`Batch`."""
+        batch = Batch()
+        if self.dead:
+            return batch
+        with self.fs.open(self.path, "rb") as f:
+            f.seek(self.offset)
+            rest = b""
+            while not self.dead:
+                data = f.read(max(self.chunk_size, self._wanted(rest)))
+                if not data:
+                    break
+                if rest:
+                    data = rest + data
+                used = self._scan(data, batch)
+                self.offset += used
+                rest = data[used:]
+                del data  # one chunk in memory at a time
+                batch.flush_lists()  # a chunk's scalars as numpy columns, not Python objects
+        return batch
+
+    def _wanted(self, rest: bytes) -> int:
+        """Bytes to read next when the unit ``rest`` starts is longer than a chunk (read whole)."""
+        return 0
+
+    def _scan(self, data: bytes, batch: Batch) -> int:
+        """Decode the whole units of ``data`` into ``batch``; return the bytes consumed."""
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
 class ReaderSpec:
     """A file format plugboard can read back.

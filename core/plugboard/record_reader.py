@@ -5,7 +5,7 @@ masked CRC-32C of the length | payload | masked CRC-32C of the payload``. A form
 subclasses :class:`RecordFileReader` and decodes payloads in :meth:`RecordFileReader.record`;
 this module keeps the guarantees every such reader owes its users:
 
-- the file is read in chunks of :data:`CHUNK` bytes (a longer record is read whole), so memory
+- the file is read in chunks (:class:`plugboard.readers.ChunkedFileReader`; a longer record is read whole), so memory
   holds one chunk, not the file;
 - every CRC is checked, with the C CRC-32C when one is installed;
 - a torn last record (a live file mid-write) is left for the next :meth:`~RecordFileReader.read_new`,
@@ -21,54 +21,24 @@ import struct
 from typing import Any
 
 from .framing import crc32c, mask
-from .readers import Batch, warn_corrupt
+from .readers import Batch, ChunkedFileReader, warn_corrupt
 
-#: bytes read per chunk; a record longer than this is read whole.
-CHUNK = 4 << 20
 _unpack_q = struct.Struct("<Q").unpack_from
 _unpack_i = struct.Struct("<I").unpack_from
 
 
-class RecordFileReader:
+class RecordFileReader(ChunkedFileReader):
     """One framed file; :meth:`read_new` returns the records appended since the previous call."""
 
-    #: bytes read per chunk (class attribute, so tests can make records straddle chunks).
-    chunk_size: int = CHUNK
-
     def __init__(self, fs: Any, path: str) -> None:
-        self.fs, self.path = fs, path
-        #: file offset of the first byte not yet consumed.
-        self.offset = 0
-        #: True once a bad length CRC was met: nothing more is read from this file.
-        self.dead = False
+        super().__init__(fs, path)
         self._good_heads: set[bytes] = set()
         self._need = 0
 
-    def read_new(self) -> Batch:
-        """Decode every whole record appended since the last call into a fresh :class:`Batch`."""
-        batch = Batch()
-        if self.dead:
-            return batch
-        with self.fs.open(self.path, "rb") as f:
-            f.seek(self.offset)
-            rest = b""
-            while not self.dead:
-                size = max(self.chunk_size, self._need_more(rest))
-                self._need = 0
-                data = f.read(size)
-                if not data:
-                    break
-                if rest:
-                    data = rest + data
-                used = self._scan(data, batch)
-                self.offset += used
-                rest = data[used:]
-                del data  # one chunk (or one long record) in memory at a time
-        return batch
-
-    def _need_more(self, rest: bytes) -> int:
+    def _wanted(self, rest: bytes) -> int:
         """Bytes still missing from the record ``rest`` starts (read in one call, not chunks)."""
-        return self._need - len(rest) if self._need > len(rest) else 0
+        need, self._need = self._need, 0
+        return need - len(rest) if need > len(rest) else 0
 
     def record(self, data: bytes, pos: int, stop: int, end: int, batch: Batch) -> int:
         """Decode the record at ``pos`` (payload ``data[pos + 12 : stop]``, CRCs checked) into

@@ -1,6 +1,7 @@
 """Reading the ``csv`` sink's files back: ``scalars.csv`` into a :class:`~plugboard.readers.Batch`.
 
-The file is read in chunks of :data:`CHUNK` bytes, so memory holds one chunk, not the file; the
+The file is read in chunks (:class:`plugboard.readers.ChunkedFileReader`), so memory holds one
+chunk, not the file; the
 reader keeps its byte offset, so ``read_new`` called again returns only rows appended since. A
 last line without its newline is a row still being written: it is left for the next read. A
 malformed row is reported (:class:`~plugboard.readers.ReadWarning`, naming the file and the
@@ -14,12 +15,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from plugboard.readers import Batch, warn_corrupt
+from plugboard.readers import Batch, ChunkedFileReader, warn_corrupt
 
 from . import FILE_STEM, HEADER
 
-#: bytes read per chunk; a row longer than this is read whole.
-CHUNK = 4 << 20
 #: ``scalars.csv``, ``scalars.1.csv`` ... and the part objects of a remote file.
 _NAME = re.compile(rf"{FILE_STEM}(\.\d+)?\.csv(\.part\d+)?")
 _HEADER = HEADER.encode()
@@ -32,41 +31,27 @@ def matches(basename: str) -> bool:
     return _NAME.fullmatch(basename) is not None
 
 
-class CsvFileReader:
+class CsvFileReader(ChunkedFileReader):
     """One ``scalars.csv``; :meth:`read_new` returns the rows appended since the previous call."""
 
     def __init__(self, fs: Any, path: str, decoders: dict[str, Callable[..., Any]]) -> None:
-        self.fs, self.path = fs, path
-        self.offset = 0
-        self.dead = False
+        super().__init__(fs, path)
         # a remote part after the first starts with rows, not the header
         self._header_seen = ".part" in path.rsplit("/", 1)[-1]
 
-    def read_new(self) -> Batch:
-        batch = Batch()
-        if self.dead:
-            return batch
-        with self.fs.open(self.path, "rb") as f:
-            f.seek(self.offset)
-            rest = b""
-            while not self.dead:
-                data = f.read(CHUNK)
-                if not data:
-                    break
-                if rest:
-                    data = rest + data
-                if not self._header_seen and b"\n" in data:  # the header line alone first
-                    used = self._rows(data[: data.index(b"\n") + 1], batch)
-                    self.offset += used
-                    data = data[used:]
-                used = self._bulk(data, batch) if self._header_seen else 0
-                if not used:
-                    used = self._rows(data, batch)
-                self.offset += used
-                rest = data[used:]
-                del data  # one chunk in memory at a time
-                batch.flush_lists()  # a chunk's scalars as numpy columns, not Python objects
-        return batch
+    def _scan(self, data: bytes, batch: Batch) -> int:
+        used = 0
+        if not self._header_seen and b"\n" in data:  # the header line alone first
+            used = self._rows(data[: data.index(b"\n") + 1], batch)
+            if self.dead:
+                return used
+            data = data[used:]
+        self.offset += used  # warnings name offsets from the start of what is left ...
+        try:
+            n = self._bulk(data, batch) if self._header_seen else 0
+            return used + (n or self._rows(data, batch))
+        finally:
+            self.offset -= used  # ... and read_new adds all that was used
 
     def _bulk(self, data: bytes, batch: Batch) -> int:
         """Decode the whole rows of ``data`` at once with numpy when every one is a plain row

@@ -1,6 +1,7 @@
 """Reading the ``jsonl`` sink's files back: ``records.jsonl`` into a :class:`~plugboard.readers.Batch`.
 
-The file is read in chunks of :data:`CHUNK` bytes, so memory holds one chunk, not the file; the
+The file is read in chunks (:class:`plugboard.readers.ChunkedFileReader`), so memory holds one
+chunk, not the file; the
 reader keeps its byte offset, so ``read_new`` called again returns only lines appended since. A
 last line without its newline is a record still being written: it is left for the next read. A
 malformed line is reported (:class:`~plugboard.readers.ReadWarning`, naming the file and the
@@ -24,12 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from plugboard.readers import Batch, warn_corrupt
+from plugboard.readers import Batch, ChunkedFileReader, warn_corrupt
 
 from . import BLOB_DIR, FILE_STEM
 
-#: bytes read per chunk; a line longer than this is read whole.
-CHUNK = 4 << 20
 #: ``records.jsonl``, ``records.1.jsonl`` ... and the part objects of a remote file.
 _NAME = re.compile(rf"{FILE_STEM}(\.\d+)?\.jsonl(\.part\d+)?")
 #: what a side-file reference looks like (the sink names them ``blobs/<counter><suffix>``).
@@ -61,33 +60,19 @@ def _side_file(value: Any) -> tuple[bytes | None, str | None, str | None]:
     return None, None, None
 
 
-class JsonlFileReader:
+class JsonlFileReader(ChunkedFileReader):
     """One ``records.jsonl``; :meth:`read_new` returns the records appended since the last call."""
 
     def __init__(self, fs: Any, path: str, decoders: dict[str, Callable[..., Any]]) -> None:
-        self.fs, self.path, self.decoders = fs, path, decoders
+        super().__init__(fs, path)
+        self.decoders = decoders
         self.dir = path.rsplit("/", 1)[0] if "/" in path else ""
-        self.offset = 0
 
-    def read_new(self) -> Batch:
-        batch = Batch()
-        with self.fs.open(self.path, "rb") as f:
-            f.seek(self.offset)
-            rest = b""
-            while True:
-                data = f.read(CHUNK)
-                if not data:
-                    break
-                if rest:
-                    data = rest + data
-                used = data.rfind(b"\n") + 1  # a last line without its newline is left
-                if used:
-                    self._lines(data, used, batch)
-                    self.offset += used
-                rest = data[used:]
-                del data  # one chunk in memory at a time
-                batch.flush_lists()  # a chunk's scalars as numpy columns, not Python objects
-        return batch
+    def _scan(self, data: bytes, batch: Batch) -> int:
+        used = data.rfind(b"\n") + 1  # a last line without its newline is left
+        if used:
+            self._lines(data, used, batch)
+        return used
 
     def _lines(self, data: bytes, used: int, batch: Batch) -> None:
         tags, steps, walls, values = batch.tags, batch.steps, batch.wall_times, batch.values

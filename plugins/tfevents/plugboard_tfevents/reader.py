@@ -1,6 +1,7 @@
 """Reading TensorBoard event files back, from any writer (torch, tensorboardX, TF, plugboard).
 
-Files are read in chunks of :data:`CHUNK` bytes, so memory holds one chunk, not the file.
+Files are read in chunks (:class:`plugboard.readers.ChunkedFileReader`), so memory holds one
+chunk, not the file.
 Scalars take a fast path: record bounds are found in one pass (whole cycles of records checked
 at once with numpy when tags repeat in the same order every step), every CRC is checked with the
 C CRC-32C, and the common scalar ``Event`` (wall_time, step, one ``simple_value``) is decoded for
@@ -25,13 +26,11 @@ from collections.abc import Callable
 from typing import Any
 
 from plugboard.framing import crc32c, mask
-from plugboard.readers import Batch, warn_corrupt
+from plugboard.readers import Batch, ChunkedFileReader, warn_corrupt
 
 FORMAT = "tfevents"
 _unpack_q = struct.Struct("<Q").unpack_from
 _unpack_i = struct.Struct("<I").unpack_from
-#: bytes read per chunk; a record longer than this is read whole.
-CHUNK = 4 << 20
 #: longest cycle of record sizes (tags logged in the same order every step) found ahead at once,
 #: and records walked one by one before the first try.
 _MAX_CYCLE, _WALK = 1024, 32
@@ -49,33 +48,13 @@ def matches(basename: str) -> bool:
     return "tfevents" in basename
 
 
-class EventFileReader:
+class EventFileReader(ChunkedFileReader):
     """One event file; :meth:`read_new` returns records appended since the previous call."""
 
     def __init__(self, fs: Any, path: str, decoders: dict[str, Callable[..., Any]]) -> None:
-        self.fs, self.path, self.decoders = fs, path, decoders
-        self.offset = 0
-        self.dead = False
+        super().__init__(fs, path)
+        self.decoders = decoders
         self._kind_of_tag: dict[str, str] = {}
-
-    def read_new(self) -> Batch:
-        batch = Batch()
-        if self.dead:
-            return batch
-        with self.fs.open(self.path, "rb") as f:
-            f.seek(self.offset)
-            rest = b""
-            while not self.dead:
-                data = f.read(CHUNK)
-                if not data:
-                    break
-                if rest:
-                    data = rest + data
-                used = self._scan(data, batch)
-                self.offset += used
-                rest = data[used:]
-                del data  # one chunk in memory at a time
-        return batch
 
     def _bounds(self, data: bytes) -> tuple[Any, int, bool]:
         """Record start offsets of the whole records of ``data``, the end of the last one, and
