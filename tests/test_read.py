@@ -281,3 +281,34 @@ def test_a_decoder_that_raises_is_reported_and_the_read_goes_on(
         assert read(str(tmp_path), kind="stars").empty
     assert read(str(tmp_path), kind="text")["value"].tolist() == ["kept"]
     assert read(str(tmp_path))["value"].tolist() == [0.5]
+
+
+def test_a_record_longer_than_a_chunk_is_read_in_one_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from plugboard_tfevents import reader
+
+    text = "x" * 50_000
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_scalar("a", 1.0, 0)
+        w.add_text("long", text, 1)
+        w.add_scalar("a", 2.0, 2)
+    sizes: list[int] = []
+
+    class CountingFile(io.FileIO):
+        def read(self, size: int | None = -1) -> bytes:
+            sizes.append(-1 if size is None else size)
+            return super().read(size)
+
+    class CountingFS:
+        def open(self, path: str, mode: str) -> CountingFile:
+            return CountingFile(path, mode[0])
+
+    monkeypatch.setattr(reader.EventFileReader, "chunk_size", 1000)
+    ((_, file_reader),) = RunReader(str(tmp_path)).discover()
+    file_reader.fs = CountingFS()  # type: ignore[attr-defined]
+    batch = file_reader.read_new()
+    assert batch.rows["text"][0]["value"] == text and _steps(batch) == [0, 2]
+    assert max(sizes) > 49_000 and len(sizes) < 8, sizes  # one read for it, not 50

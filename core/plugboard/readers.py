@@ -104,6 +104,9 @@ class ChunkedFileReader:
         self.offset = 0
         #: True once the rest of the file cannot be trusted (say, a bad record length).
         self.dead = False
+        #: set by :meth:`_scan` when it stops at a unit it has not all of: that unit's size, so
+        #: a unit longer than a chunk is read in one call, not grown chunk by chunk.
+        self._need = 0
 
     def read_new(self) -> Batch:
         """Decode everything whole appended since the last call into a fresh :class:`Batch`."""
@@ -127,8 +130,9 @@ class ChunkedFileReader:
         return batch
 
     def _wanted(self, rest: bytes) -> int:
-        """Bytes to read next when the unit ``rest`` starts is longer than a chunk (read whole)."""
-        return 0
+        """Bytes still missing from the unit ``rest`` starts, as :attr:`_need` says."""
+        need, self._need = self._need, 0
+        return need - len(rest) if need > len(rest) else 0
 
     def _scan(self, data: bytes, batch: Batch) -> int:
         """Decode the whole units of ``data`` into ``batch``; return the bytes consumed."""

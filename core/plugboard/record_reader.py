@@ -33,12 +33,6 @@ class RecordFileReader(ChunkedFileReader):
     def __init__(self, fs: Any, path: str) -> None:
         super().__init__(fs, path)
         self._good_heads: set[bytes] = set()
-        self._need = 0
-
-    def _wanted(self, rest: bytes) -> int:
-        """Bytes still missing from the record ``rest`` starts (read in one call, not chunks)."""
-        need, self._need = self._need, 0
-        return need - len(rest) if need > len(rest) else 0
 
     def record(self, data: bytes, pos: int, stop: int, end: int, batch: Batch) -> int:
         """Decode the record at ``pos`` (payload ``data[pos + 12 : stop]``, CRCs checked) into

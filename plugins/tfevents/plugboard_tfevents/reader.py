@@ -84,7 +84,8 @@ class EventFileReader(ChunkedFileReader):
                 if len(heads) < 65536:
                     heads[head] = size
             if pos + size > end:
-                break  # torn tail of a live file: read again later
+                self._need = size  # a torn tail (read again later), or a record past the chunk
+                break
             offs.append(pos)
             pos += size
             wait -= 1
