@@ -4,11 +4,13 @@ Long runs (200,000 and 1,000,000 calls) put plugboard next to the "minimal hones
 (:mod:`floor_writer`: cached tag bytes, struct-packed Event, C CRC-32C, one write at close), the
 floor of what Python can do per scalar, run interleaved in the same process; torch and
 tensorboardX run fewer calls (about 55 us each) and are compared per call. Peak RSS is measured in
-fresh processes: 1,000,000 scalars, and 1,000 large images written to a stalled disk (memory must
-stay within the pending-bytes limit, 64 MiB). Also ``import plugboard`` time.
+fresh processes: 1,000,000 scalars, and large images written to a stalled disk (memory must stay
+within the pending-bytes limit, 64 MiB): 1,000 that deflate well (a ramp) and 300 of noise (stored
+PNGs as large as their pixels). Also ``import plugboard`` time.
 The long-run table also has three tags logged in turn (records of several layouts interleaved),
 and the caller's latency percentiles over 1,000,000 calls are printed.
-Run: ``python bench/bench_scalar.py`` (``--quick``: long runs of 200,000 only, fewer repeats).
+Run: ``python bench/bench_scalar.py`` (``--quick``: long runs of 200,000 only, fewer repeats;
+``--rss``: the peak RSS cases only).
 """
 
 from __future__ import annotations
@@ -129,7 +131,10 @@ class StalledFile(storage.LocalAppendFile):
         super().write(data)
 
 storage.LocalAppendFile = StalledFile
-image = (np.arange(3 * {side} * {side}, dtype=np.uint32) % 251).astype(np.uint8)
+if {noise!r}:
+    image = np.random.default_rng(0).integers(0, 256, 3 * {side} * {side}, dtype=np.uint8)
+else:
+    image = (np.arange(3 * {side} * {side}, dtype=np.uint32) % 251).astype(np.uint8)
 image = image.reshape(3, {side}, {side})
 w = SummaryWriter({log_dir!r})
 w.add_image("warm", image, 0)
@@ -162,15 +167,19 @@ def peak_rss() -> None:
         print(
             f"1,000,000 scalars, {label}: +{(peak - base) / 1024:,.1f} MiB (peak {peak / 1024:,.0f} MiB)"
         )
-    side, n = 1024, 1000
-    base, peak, seconds = _run_rss(
-        _RSS_IMAGES.format(stall=0.05, side=side, log_dir=fresh_dir("rss-img"), n=n)
-    )
-    print(
-        f"{n:,} images 3x{side}x{side} uint8 ({3 * side * side * n / 2**30:.1f} GiB of pixels), "
-        f"every write stalled 50 ms: +{(peak - base) / 1024:,.1f} MiB "
-        f"(peak {peak / 1024:,.0f} MiB; pending-bytes limit 64 MiB; {seconds:.1f} s)"
-    )
+    side = 1024
+    for label, noise, n in (("a ramp, deflated", False, 1000), ("noise, stored", True, 300)):
+        base, peak, seconds = _run_rss(
+            _RSS_IMAGES.format(
+                stall=0.05, side=side, log_dir=fresh_dir("rss-img"), n=n, noise=noise
+            )
+        )
+        print(
+            f"{n:,} images 3x{side}x{side} uint8 ({label}; "
+            f"{3 * side * side * n / 2**30:.1f} GiB of pixels), every write stalled 50 ms: "
+            f"+{(peak - base) / 1024:,.1f} MiB (peak {peak / 1024:,.0f} MiB; "
+            f"pending-bytes limit 64 MiB; {seconds:.1f} s)"
+        )
 
 
 def long_latencies(n: int = 1_000_000) -> None:
@@ -246,6 +255,9 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     quick = "--quick" in argv
     warnings.simplefilter("ignore")
+    if "--rss" in argv:
+        peak_rss()
+        return
     ws = writers()
     long_runs(ws, LONG_RUNS[:1] if quick else LONG_RUNS, 2 if quick else LONG_REPEATS)
     if not quick:

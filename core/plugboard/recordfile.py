@@ -24,9 +24,10 @@ from __future__ import annotations
 import struct
 import threading
 import weakref
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable
-from itertools import repeat, starmap
+from itertools import accumulate, repeat, starmap
 from operator import itemgetter
 from queue import Empty, SimpleQueue
 from typing import Any
@@ -45,6 +46,13 @@ DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024
 # bytes; counting 1 KiB keeps queued rows within about 11 MiB at the default limit.
 ROW_BYTES = 1024
 _BATCH = 8192  # records per write at most
+# Records are joined into one write until they reach this many bytes; a record this large is
+# written by itself. The joined copy is the only memory the pending-bytes limit does not count,
+# so it must stay small: joining a whole batch of large records (stored PNGs) doubled the peak.
+WRITE_BYTES = 1 << 20
+# A framed record this large checks the pending-bytes limit at once, as a Deferred one does, not
+# only every ``max_queue`` records: ten large records could otherwise overshoot it by ten.
+LARGE_RECORD = 64 * 1024
 _unpack_len = struct.Struct("<Q").unpack_from
 _STOP = object()
 _BYTES = {bytes}
@@ -125,6 +133,10 @@ class RecordFile:
                 + _pack_crc((((crc >> 15) | (crc << 17)) + _DELTA) & _U32)
             )
             self._bytes_in += n + 16 - ROW_BYTES  # _handoff adds ROW_BYTES per record
+            if n >= LARGE_RECORD and self._bytes_in - self._bytes_out > self._max_pending_bytes:
+                self._count += 1
+                self._handoff()  # wait for room now, not max_queue records later
+                return
         else:
             if self._error is not None or self._closed:
                 self._raise_error() if self._error is not None else self._raise_closed()
@@ -291,13 +303,28 @@ class RecordFile:
                 continue
             items = list(starmap(pending.popleft, repeat((), n)))
             kinds = set(map(type, items))
-            if kinds == _BYTES:  # n framed records: join them without a Python loop
-                self._write_locked(b"".join(items))
+            if kinds == _BYTES:
+                if self._bytes_in - self._bytes_out <= WRITE_BYTES:  # join without a Python loop
+                    self._write_locked(b"".join(items))
+                else:
+                    self._write_in_pieces(items)
                 continue
             if kinds == _ROWS and len(set(map(_first, items))) == 1:
                 self._write_locked(self._encode_rows(items))
                 continue
             self._drain_mixed(items)
+
+    def _write_in_pieces(self, items: list[bytes]) -> None:
+        """Write framed records in writes of up to :data:`WRITE_BYTES` (a larger record alone,
+        not copied), each dropped once written: joining them all at once would hold a copy of
+        every pending byte beside the records themselves."""
+        ends = list(accumulate(map(len, items)))
+        start, done = 0, 0
+        while start < len(items):
+            stop = max(start + 1, bisect_right(ends, done + WRITE_BYTES))
+            self._write_locked(b"".join(items[start:stop]))
+            items[start:stop] = repeat(b"", stop - start)
+            start, done = stop, ends[stop - 1]
 
     def _encode_rows(self, rows: list[tuple[Any, ...]]) -> bytes:
         """Frame consecutive rows that share one batch encoder; count them out of pending."""
@@ -310,32 +337,52 @@ class RecordFile:
         return data
 
     def _drain_mixed(self, items: Iterable[Any]) -> None:
-        """Write framed bytes, Deferred encodes and runs of rows, in the order they came."""
+        """Write framed bytes, Deferred encodes and runs of rows, in the order they came.
+
+        Up to :data:`WRITE_BYTES` are joined into one write, and a record that large is written
+        by itself (no copy): memory stays within the pending-bytes limit plus about a megabyte.
+        """
         chunk: list[bytes] = []
+        size = 0
         run: list[tuple[Any, ...]] = []
         try:
             for item in items:
                 kind = type(item)
                 if kind is tuple:
                     if run and run[0][0] != item[0]:
-                        chunk.append(self._encode_rows(run))
+                        chunk.append(data := self._encode_rows(run))
+                        size += len(data)
                         run = []
                     run.append(item)
                     continue
                 if run:
-                    chunk.append(self._encode_rows(run))
+                    chunk.append(data := self._encode_rows(run))
+                    size += len(data)
                     run = []
                 if kind is not bytes:
                     self._deferred -= 1
                     size_hint = getattr(item, "size_hint", 0)
                     try:
-                        item = frame(item())
+                        encoded = item()
+                        item = None  # drop the payload (pixels) before framing: one copy less
+                        item = frame(encoded)
+                        encoded = None
                     except BaseException as exc:  # an encode failed: report it, keep going
                         self._fail(exc)
                         self._bytes_out += size_hint
                         continue
                     self._bytes_out += size_hint - len(item)
+                if len(item) >= WRITE_BYTES:
+                    if chunk:
+                        self._write_locked(b"".join(chunk))
+                        chunk, size = [], 0
+                    self._write_locked(item)
+                    continue
                 chunk.append(item)
+                size += len(item)
+                if size >= WRITE_BYTES:
+                    self._write_locked(b"".join(chunk))
+                    chunk, size = [], 0
             if run:
                 chunk.append(self._encode_rows(run))
         finally:
