@@ -113,6 +113,7 @@ class _File:
             flush_secs=self.sink.flush_secs,
             max_pending_bytes=MAX_PENDING_BYTES,
         )
+        self.write_rows = self.file.write_row  # None again once the file is stopped
         if self.header:
             self.write(wire.version_event(time.time()))
 
@@ -168,6 +169,27 @@ class _File:
                 return
         try:
             write_rows(row)
+        except (OSError, RuntimeError) as exc:
+            self.sink.failed(self, exc)
+
+    def write_deferred(self, record: Deferred, size: int, wall_time: float) -> None:
+        """Queue a Deferred encode of about ``size`` bytes (no size budget: see the sink); the
+        disk is checked as for rows, at most once a second of the caller's wall time."""
+        if self.write_rows is None:
+            if self.dead:
+                return
+            if self.file is None:
+                self.sink.guard(self, self._open)
+                if self.dead:
+                    return
+        assert self.file is not None
+        if not self.rows_checked <= wall_time < self.rows_check_due:
+            self.rows_checked, self.rows_check_due = wall_time, wall_time + DISK_CHECK_SECS
+            self.sink.check_disk(self.path, size + 16, self)
+            if self.dead:
+                return
+        try:
+            self.file.write(record, size)
         except (OSError, RuntimeError) as exc:
             self.sink.failed(self, exc)
 
@@ -240,6 +262,13 @@ class MindSporeSink:
         # encode_scalar_rows on the writer thread. Not with max_file_size: MindSpore's budget
         # counts each record's size as it is written, so those steps are encoded here.
         self._scalar_rows = self._fast_scalars and self.max_file_size is None
+        # A record() of one image or histogram: its encoder, run later on the writer thread (not
+        # with max_file_size, whose budget needs each record's size when it is written).
+        self._deferred: dict[str, Callable[..., Any]] = (
+            {k: self._by_kind[k] for k in HEAVY - {"tensor"} if k in self._by_kind}
+            if self.max_file_size is None
+            else {}
+        )
         self._closed = False
 
     def _paths(self, t: int) -> tuple[str, str, str]:
@@ -315,6 +344,26 @@ class MindSporeSink:
             except (OSError, RuntimeError) as exc:
                 self.failed(summary, exc)
             return
+        encode = self._deferred.get(kind)
+        if encode is not None:  # one image or histogram: encoded later on the writer thread
+            size = (
+                payload.nbytes
+                if type(payload) is np.ndarray
+                else int(getattr(payload, "nbytes", 0))
+            )
+            record = Deferred(_value_record, (encode, tag, step, wall_time, payload), size)
+            summary = self.summary
+            if (
+                summary.write_rows is None
+                or not summary.rows_checked <= wall_time < summary.rows_check_due
+            ):
+                summary.write_deferred(record, size, wall_time)  # open the file, check the disk
+                return
+            try:
+                summary.file.write(record, size)  # type: ignore[union-attr]
+            except (OSError, RuntimeError) as exc:
+                self.failed(summary, exc)
+            return
         self.write_record(step, wall_time, [item])
 
     def write_record(self, step: int, wall_time: float, items: list[tuple[str, str, Any]]) -> None:
@@ -341,15 +390,9 @@ class MindSporeSink:
                     record = _wall_step(wall_time, step) + packs[3] + _float32(payload)
                 self.summary.write(record)
                 return
-            if kind in HEAVY and self.max_file_size is None and kind != "tensor":
-                # One image or histogram a step: its encoding waits for the writer thread.
-                encode = self._by_kind.get(kind)
-                if encode is not None:
-                    work = (step, wall_time, [(encode, tag, payload)])
-                    self.summary.write(
-                        Deferred(_summary_record, work, int(getattr(payload, "nbytes", 0)))
-                    )
-                    return
+            if kind in self._deferred:  # one image or histogram a step
+                self.write_value(step, wall_time, items[0])
+                return
         if self._scalar_rows and len(items) > 1:
             tags = []
             values = []
@@ -509,6 +552,17 @@ def _summary_record(
         except Dropped:
             continue
     return wire.summary_event(wall_time, int(step), out)
+
+
+def _value_record(
+    encode: Callable[..., Any], tag: str, step: int, wall_time: float, payload: Any
+) -> bytes:
+    """One summary Event of one value (``_summary_record`` of one value, a tuple less)."""
+    try:
+        values = [encode(tag, step, wall_time, payload)[1]]
+    except Dropped:
+        values = []
+    return wire.summary_event(wall_time, int(step), values)
 
 
 def _single_record(deferred: Deferred) -> bytes:
