@@ -209,3 +209,33 @@ def frame_fixed(template: bytes, fields: Sequence[tuple[int, Any]]) -> Any:
     masked = (((crc >> 15) | (crc << 17)) + np.uint32(_MASK_DELTA)) & np.uint32(_U32)
     out[:, 12 + size :] = masked.astype("<u4").view(np.uint8).reshape(-1, 4)
     return out
+
+
+def in_call_order(keys: Sequence[Any], frame_group: Callable[[Any, Any], Any]) -> bytes:
+    """Records of rows of several layouts, framed a layout at a time, back in call order.
+
+    ``keys[i]`` names row ``i``'s layout; ``frame_group(key, idx)`` frames the rows at positions
+    ``idx`` (a numpy array, ascending) that share ``key`` and returns them as a 2-D uint8 array, a
+    record per row (what :func:`frame_fixed` gives). Rows keep the order they were logged in:
+    TensorBoard drops data when a step goes backwards.
+    """
+    import numpy as np
+
+    ids: dict[Any, int] = {}
+    code = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), np.int64, len(keys))
+    names = list(ids)
+    order = np.argsort(code, kind="stable")
+    sorted_code = code[order]
+    edges = [0, *(np.flatnonzero(np.diff(sorted_code)) + 1).tolist(), len(keys)]
+    sizes = np.empty(len(keys), np.int64)
+    groups = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        idx = order[a:b]
+        framed = frame_group(names[int(sorted_code[a])], idx)
+        sizes[idx] = framed.shape[1]
+        groups.append((idx, framed))
+    offsets = np.cumsum(sizes) - sizes
+    out = np.empty(int(sizes.sum()), np.uint8)
+    for idx, framed in groups:
+        out[offsets[idx][:, None] + np.arange(framed.shape[1])] = framed
+    return out.tobytes()  # type: ignore[no-any-return]

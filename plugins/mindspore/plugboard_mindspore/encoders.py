@@ -20,7 +20,7 @@ from operator import itemgetter
 from typing import Any
 
 import numpy as np
-from plugboard.framing import frame, frame_fixed
+from plugboard.framing import frame, frame_fixed, in_call_order
 from plugboard.wire import float32 as _float32
 
 from . import wire
@@ -367,29 +367,12 @@ def encode_scalar_rows(rows: Sequence[tuple[Any, Any, int, float, Any]]) -> byte
                     for a, b in zip(edges[:-1], edges[1:])
                 ]
             )
-    layouts: dict[tuple[Any, int], int] = {}
-    ids = np.array(
-        [layouts.setdefault(key, len(layouts)) for key in zip(tags, widths.tolist())],
-        dtype=np.int64,
+    return in_call_order(
+        list(zip(tags, widths.tolist())),
+        lambda key, idx: _scalar_group(
+            key[0], key[1], wall[idx], ustep[idx], _values(rows, idx.tolist())
+        ),
     )
-    names = list(layouts)
-    order = np.argsort(ids, kind="stable")
-    sorted_ids = ids[order]
-    edges = [0, *(np.flatnonzero(np.diff(sorted_ids)) + 1).tolist(), n]
-    sizes = np.empty(n, dtype=np.int64)
-    groups = []
-    for a, b in zip(edges[:-1], edges[1:]):
-        idx = order[a:b]
-        group_tags, width = names[int(sorted_ids[a])]
-        values = _values(rows, idx.tolist())
-        framed = _scalar_group(group_tags, width, wall[idx], ustep[idx], values)
-        sizes[idx] = framed.shape[1]
-        groups.append((idx, framed))
-    offsets = np.cumsum(sizes) - sizes
-    out = np.empty(int(sizes.sum()), dtype=np.uint8)
-    for idx, framed in groups:  # back in call order
-        out[offsets[idx][:, None] + np.arange(framed.shape[1])] = framed
-    return out.tobytes()  # type: ignore[no-any-return]
 
 
 def _values(rows: Sequence[tuple[Any, ...]], idx: Iterable[int]) -> Any:

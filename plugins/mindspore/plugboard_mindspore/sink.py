@@ -150,48 +150,36 @@ class _File:
         except (OSError, RuntimeError) as exc:
             self.sink.failed(self, exc)
 
-    def write_row(self, row: tuple[Any, ...], wall_time: float) -> None:
-        """Queue a validated row for the file's batch encoder (no size budget: see the sink)."""
-        write_rows = self.write_rows
-        if write_rows is None:
-            if self.dead:
-                return
-            if self.file is None:
-                self.sink.guard(self, self._open)
-                if self.dead:
-                    return
-            assert self.file is not None
-            write_rows = self.write_rows = self.file.write_row
-        if not self.rows_checked <= wall_time < self.rows_check_due:
-            self.rows_checked, self.rows_check_due = wall_time, wall_time + DISK_CHECK_SECS
-            self.sink.check_disk(self.path, ROW_SIZE_HINT, self)
-            if self.dead:
-                return
-        try:
-            write_rows(row)
-        except (OSError, RuntimeError) as exc:
-            self.sink.failed(self, exc)
-
-    def write_deferred(self, record: Deferred, size: int, wall_time: float) -> None:
-        """Queue a Deferred encode of about ``size`` bytes (no size budget: see the sink); the
-        disk is checked as for rows, at most once a second of the caller's wall time."""
+    def _ready(self, wall_time: float, size: int) -> bool:
+        """Open the file on first use and check the disk at most once a second of the caller's
+        wall time (whichever way the clock moves); False once the file is stopped."""
         if self.write_rows is None:
             if self.dead:
-                return
+                return False
             if self.file is None:
                 self.sink.guard(self, self._open)
                 if self.dead:
-                    return
-        assert self.file is not None
+                    return False
         if not self.rows_checked <= wall_time < self.rows_check_due:
             self.rows_checked, self.rows_check_due = wall_time, wall_time + DISK_CHECK_SECS
-            self.sink.check_disk(self.path, size + 16, self)
-            if self.dead:
-                return
-        try:
-            self.file.write(record, size)
-        except (OSError, RuntimeError) as exc:
-            self.sink.failed(self, exc)
+            self.sink.check_disk(self.path, size, self)
+        return not self.dead
+
+    def write_row(self, row: tuple[Any, ...], wall_time: float) -> None:
+        """Queue a validated row for the file's batch encoder (no size budget: see the sink)."""
+        if self._ready(wall_time, ROW_SIZE_HINT):
+            try:
+                self.file.write_row(row)  # type: ignore[union-attr]
+            except (OSError, RuntimeError) as exc:
+                self.sink.failed(self, exc)
+
+    def write_deferred(self, record: Deferred, size: int, wall_time: float) -> None:
+        """Queue a Deferred encode of about ``size`` bytes (no size budget: see the sink)."""
+        if self._ready(wall_time, size + 16):
+            try:
+                self.file.write(record, size)  # type: ignore[union-attr]
+            except (OSError, RuntimeError) as exc:
+                self.sink.failed(self, exc)
 
     def flush(self) -> None:
         if self.file is not None and not self.dead:

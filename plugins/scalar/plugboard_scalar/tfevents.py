@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
-from plugboard.framing import frame, frame_fixed
+from plugboard.framing import frame, frame_fixed, in_call_order
 from plugboard.wire import float32, varint, wall_step
 from plugboard_tfevents.encoding import summary_event
 
@@ -126,26 +126,10 @@ def encode_batch(rows: Sequence[tuple[Any, str, int | None, float, object]]) -> 
                 at += part.shape[1]
             return out.tobytes() + (encode_batch(rows[m:]) if m < n else b"")
     width = np.searchsorted(bounds, ustep, side="right")
-    ids = {t: i for i, t in enumerate(set(tags))}
-    names = list(ids)
-    key = np.array(list(map(ids.__getitem__, tags)), dtype=np.int64) * 11 + width
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    starts = np.flatnonzero(np.diff(sorted_key)) + 1
-    edges = [0, *starts.tolist(), n]
-    groups = []
-    sizes = np.empty(n, dtype=np.int64)
-    for a, b in zip(edges[:-1], edges[1:]):
-        k = int(sorted_key[a])
-        idx = order[a:b]
-        framed = _group(names[k // 11], k % 11, wall[idx], ustep[idx], value[idx])
-        sizes[idx] = framed.shape[1]
-        groups.append((idx, framed))
-    offsets = np.cumsum(sizes) - sizes
-    out = np.empty(int(sizes.sum()), dtype=np.uint8)
-    for idx, framed in groups:  # back in call order
-        out[offsets[idx][:, None] + np.arange(framed.shape[1])] = framed
-    return out.tobytes()
+    return in_call_order(
+        list(zip(tags, width.tolist())),
+        lambda key, idx: _group(key[0], key[1], wall[idx], ustep[idx], value[idx]),
+    )
 
 
 def _one_by_one(rows: Sequence[tuple[Any, ...]]) -> bytes:
