@@ -239,3 +239,17 @@ def in_call_order(keys: Sequence[Any], frame_group: Callable[[Any, Any], Any]) -
     for idx, framed in groups:
         out[offsets[idx][:, None] + np.arange(framed.shape[1])] = framed
     return out.tobytes()  # type: ignore[no-any-return]
+
+
+def varint_columns(values: Any, width: int) -> Any:
+    """Unsigned ``values`` (a numpy uint64 array) as protobuf varints of exactly ``width`` bytes,
+    one row each: the column a :func:`frame_fixed` field takes for a step of that length."""
+    import numpy as np
+
+    out = np.empty((len(values), width), dtype=np.uint8)
+    for j in range(width):
+        byte = (values >> np.uint64(7 * j)) & np.uint64(0x7F)
+        if j < width - 1:
+            byte |= np.uint64(0x80)
+        out[:, j] = byte
+    return out

@@ -20,7 +20,7 @@ from operator import itemgetter
 from typing import Any
 
 import numpy as np
-from plugboard.framing import frame, frame_fixed, in_call_order
+from plugboard.framing import frame, frame_fixed, in_call_order, varint_columns
 from plugboard.wire import float32 as _float32
 
 from . import wire
@@ -405,13 +405,7 @@ def _scalar_layout(tags: Any, width: int) -> tuple[bytes, tuple[int, ...]]:
 def _scalar_group(tags: Any, width: int, wall: Any, ustep: Any, values: Any) -> Any:
     """Framed records (one per row of an ``(n, size)`` uint8 array) of one layout."""
     template, offsets = _scalar_layout(tags, width)
-    step_bytes = np.empty((len(ustep), width), dtype=np.uint8)
-    for j in range(width):
-        byte = (ustep >> np.uint64(7 * j)) & np.uint64(0x7F)
-        if j < width - 1:
-            byte |= np.uint64(0x80)
-        step_bytes[:, j] = byte
-    fields: list[tuple[int, Any]] = [(1, wall), (10, step_bytes)]
+    fields: list[tuple[int, Any]] = [(1, wall), (10, varint_columns(ustep, width))]
     if values.ndim == 1:
         fields.append((offsets[0], values))
     else:

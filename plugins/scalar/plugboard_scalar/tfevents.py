@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
-from plugboard.framing import frame, frame_fixed, in_call_order
+from plugboard.framing import frame, frame_fixed, in_call_order, varint_columns
 from plugboard.wire import float32, varint, wall_step
 from plugboard_tfevents.encoding import summary_event
 
@@ -138,19 +138,12 @@ def _one_by_one(rows: Sequence[tuple[Any, ...]]) -> bytes:
 
 def _group(tag: str, width: int, wall: Any, ustep: Any, value: Any) -> Any:
     """Framed records of one tag whose steps all take ``width`` varint bytes (0: no step)."""
-    import numpy as np
 
     suffix = _suffixes.get(tag) or _suffix(tag)
     fields: list[tuple[int, Any]] = [(1, wall)]
     head = b"\x09" + bytes(8)
     if width:
-        varint_bytes = np.empty((len(ustep), width), dtype=np.uint8)
-        for j in range(width):
-            byte = (ustep >> np.uint64(7 * j)) & np.uint64(0x7F)
-            if j < width - 1:
-                byte |= np.uint64(0x80)
-            varint_bytes[:, j] = byte
-        fields.append((10, varint_bytes))
+        fields.append((10, varint_columns(ustep, width)))
         head += b"\x10" + bytes(width)
     fields.append((len(head) + len(suffix), value))
     return frame_fixed(head + suffix + bytes(4), fields)
