@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -122,20 +123,28 @@ def read_records(data: bytes, *, check_crc: bool = True) -> list[bytes]:
 _byte_tables: list[Any] = []  # [d]: uint32[256], contribution of byte b followed by d-1 zeros
 _pair_tables: dict[int, Any] = {}  # [d]: uint32[65536], bytes (u & 255, u >> 8) at distances d, d-1
 _MAX_PAIR_TABLES = 24
+# Writer threads of several files frame batches at once. Each table is derived from the one
+# before it, so the tables only grow under this lock; a reader takes a table that is already
+# there without it (entries are appended whole and never change).
+_tables_lock = threading.Lock()
 
 
 def _byte_table(d: int) -> Any:
     """Contribution to the (linear) CRC of one byte followed by ``d - 1`` zero bytes."""
+    tables = _byte_tables
+    if d < len(tables):
+        return tables[d]
     import numpy as np
 
-    if not _byte_tables:
-        _byte_tables.append(None)  # distance 0 is not a byte of the payload
-        _byte_tables.append(np.array(_TABLE, dtype=np.uint32))
-    base = _byte_tables[1]
-    while len(_byte_tables) <= d:
-        prev = _byte_tables[-1]
-        _byte_tables.append(base[prev & 0xFF] ^ (prev >> 8))
-    return _byte_tables[d]
+    with _tables_lock:
+        if not tables:
+            base = np.array(_TABLE, dtype=np.uint32)
+            tables.extend((None, base))  # distance 0 is not a byte of the payload
+        base = tables[1]
+        while len(tables) <= d:
+            prev = tables[-1]
+            tables.append(base[prev & 0xFF] ^ (prev >> 8))
+    return tables[d]
 
 
 def _pair_table(d: int) -> Any:
@@ -145,8 +154,12 @@ def _pair_table(d: int) -> Any:
     if table is None and len(_pair_tables) < _MAX_PAIR_TABLES:
         import numpy as np
 
+        low, high = _byte_table(d), _byte_table(d - 1)
         u = np.arange(65536, dtype=np.uint32)
-        table = _pair_tables[d] = _byte_table(d)[u & 0xFF] ^ _byte_table(d - 1)[u >> 8]
+        with _tables_lock:
+            table = _pair_tables.get(d)
+            if table is None and len(_pair_tables) < _MAX_PAIR_TABLES:
+                table = _pair_tables[d] = low[u & 0xFF] ^ high[u >> 8]
     return table
 
 

@@ -60,6 +60,7 @@ _ROWS = {tuple}
 _first = itemgetter(0)
 _batches: list[Callable[[list[Any]], bytes]] = []  # by row key
 _row_keys: dict[Callable[[list[Any]], bytes], int] = {}
+_row_keys_lock = threading.Lock()
 _live: weakref.WeakSet[RecordFile] = weakref.WeakSet()
 
 
@@ -72,8 +73,12 @@ def row_key(batch: Callable[[list[Any]], bytes]) -> int:
     """
     key = _row_keys.get(batch)
     if key is None:
-        key = _row_keys[batch] = len(_batches)
-        _batches.append(batch)
+        with _row_keys_lock:  # two writers opened at once must not share a key
+            key = _row_keys.get(batch)
+            if key is None:
+                key = len(_batches)
+                _batches.append(batch)  # before the key is visible to readers without the lock
+                _row_keys[batch] = key
     return key
 
 
