@@ -1,8 +1,8 @@
-"""Logging across 4 gloo ranks: plugboard's one collective per sync vs one all_reduce per value.
+"""Logging across 4 gloo ranks: tallyboard's one collective per sync vs one all_reduce per value.
 
 Each rank runs 1,000 steps logging 10 scalars reduced to their mean across ranks, three ways:
 no logging at all, one ``all_reduce`` per value then ``add_scalar`` on rank 0 (what Lightning's
-``sync_dist=True`` does), and plugboard (``SummaryWriter(reduce="mean")``, ``sync()`` every step,
+``sync_dist=True`` does), and tallyboard (``SummaryWriter(reduce="mean")``, ``sync()`` every step,
 and every 50 steps). Reported: median step time over rounds (the modes interleaved), the overhead
 over no logging, and the ratio of overheads. Also ``add_scalar`` on a rank that writes nothing.
 Run: ``python bench/bench_distributed.py``.
@@ -30,14 +30,14 @@ def _steps(mode: str, rank: int, root: str) -> float:
     """Seconds per step of one round of ``mode`` on this rank."""
     import torch
     import torch.distributed as dist
-    from plugboard import SummaryWriter
+    from tallyboard import SummaryWriter
 
     x = torch.ones(64)
     writer = None
     if mode != "none":
-        reduce = "mean" if mode.startswith("plugboard") else None
+        reduce = "mean" if mode.startswith("tallyboard") else None
         writer = SummaryWriter(tempfile.mkdtemp(dir=root), reduce=reduce)
-    every = 50 if mode == "plugboard/50" else 1
+    every = 50 if mode == "tallyboard/50" else 1
     dist.barrier()
     t0 = time.perf_counter()
     for step in range(STEPS):
@@ -62,7 +62,7 @@ def _steps(mode: str, rank: int, root: str) -> float:
 
 def _silent_add_ns(root: str) -> float:
     """Nanoseconds per ``add_scalar`` on this (non-zero) rank, which validates and writes nothing."""
-    from plugboard import SummaryWriter
+    from tallyboard import SummaryWriter
 
     w = SummaryWriter(os.path.join(root, "silent"))
     assert not w.writes
@@ -86,7 +86,7 @@ def _rank(rank: int, port: int, root: str, results: Any) -> None:
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=WORLD, timeout=timedelta(seconds=120))
-    modes = ["none", "per-value", "plugboard", "plugboard/50"]
+    modes = ["none", "per-value", "tallyboard", "tallyboard/50"]
     times: dict[str, list[float]] = {m: [] for m in modes}
     for _ in range(ROUNDS):
         for mode in modes:
@@ -135,13 +135,13 @@ def main() -> None:
     for mode, label in [
         ("none", "no logging"),
         ("per-value", "one all_reduce per value (sync_dist=True)"),
-        ("plugboard", "plugboard reduce='mean', sync() every step"),
-        ("plugboard/50", "plugboard reduce='mean', sync() every 50"),
+        ("tallyboard", "tallyboard reduce='mean', sync() every step"),
+        ("tallyboard/50", "tallyboard reduce='mean', sync() every 50"),
     ]:
         t = medians[mode]
         print(f"{label:44s} {t * 1e6:10.1f}us {(t - base) * 1e6:10.1f}us")
     per_value = medians["per-value"] - base
-    for mode in ("plugboard", "plugboard/50"):
+    for mode in ("tallyboard", "tallyboard/50"):
         ratio = (medians[mode] - base) / per_value
         print(f"overhead {mode} / per-value: {ratio:.3f} (target <= 0.2)")
     print(f"add_scalar on a rank that writes nothing: {silent_ns:.0f} ns (target <= 300 ns)")

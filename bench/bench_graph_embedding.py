@@ -1,6 +1,6 @@
-"""plugboard vs torch.utils.tensorboard, one process: add_embedding (1000x64 + labels) and add_graph (small CNN).
+"""tallyboard vs torch.utils.tensorboard, one process: add_embedding (1000x64 + labels) and add_graph (small CNN).
 
-Run ``python bench/bench_graph_embedding.py``; prints the median per call and the torch/plugboard ratio.
+Run ``python bench/bench_graph_embedding.py``; prints the median per call and the torch/tallyboard ratio.
 Targets: add_embedding at least 5x faster than torch, add_graph no slower.
 """
 
@@ -55,9 +55,9 @@ def _cnn() -> Any:
 
 
 def main(repeat: int = 15) -> dict[str, tuple[float, float]]:
-    """Run both benchmarks; returns ``{name: (torch seconds, plugboard seconds)}`` and prints them."""
+    """Run both benchmarks; returns ``{name: (torch seconds, tallyboard seconds)}`` and prints them."""
     import torch
-    from plugboard import SummaryWriter
+    from tallyboard import SummaryWriter
     from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
     warnings.simplefilter("ignore")
@@ -77,7 +77,7 @@ def main(repeat: int = 15) -> dict[str, tuple[float, float]]:
         )
         tw.close()
         pw.close()
-    print(f"{'call':36} {'torch ms':>10} {'plugboard ms':>13} {'speed-up':>9}")
+    print(f"{'call':36} {'torch ms':>10} {'tallyboard ms':>13} {'speed-up':>9}")
     for name, (t, p) in results.items():
         print(f"{name:36} {t * 1e3:10.2f} {p * 1e3:13.2f} {t / p:8.2f}x")
     return results

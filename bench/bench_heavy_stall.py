@@ -32,7 +32,7 @@ def spin(n: int = LOOP) -> float:
 
 def measure(call: object) -> tuple[float, float, float]:
     """(call ms, stall ms of the loop after the call, encode ms until flush returns)."""
-    from plugboard import SummaryWriter
+    from tallyboard import SummaryWriter
 
     call_ms, stall_ms, total_ms = [], [], []
     w = SummaryWriter(fresh_dir("stall"), max_queue=1)

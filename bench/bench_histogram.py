@@ -1,8 +1,8 @@
-"""add_histogram side by side: plugboard, torch.utils.tensorboard and tensorboardX, in one process.
+"""add_histogram side by side: tallyboard, torch.utils.tensorboard and tensorboardX, in one process.
 
 End to end per call = (n calls + ``close()``) / n with the default ``'tensorflow'`` bins, so any
 work left to a writer thread counts. Writers take turns within each repeat so machine noise hits
-them alike; medians over the repeats are printed with reference/plugboard ratios.
+them alike; medians over the repeats are printed with reference/tallyboard ratios.
 Targets (issue 3): 1,000 values >= 20x faster than torch; 1,000,000 values >= 3x.
 
 Run: ``python bench/bench_histogram.py [--quick]``.
@@ -39,7 +39,7 @@ def end_to_end(factory: Callable[[str], Any], values: np.ndarray, n: int) -> flo
 def main(argv: list[str] | None = None) -> int:
     """Run the comparison, print medians (ms per call) and ratios; returns 0."""
     parser = argparse.ArgumentParser(
-        description="add_histogram: plugboard vs torch vs tensorboardX"
+        description="add_histogram: tallyboard vs torch vs tensorboardX"
     )
     parser.add_argument("--quick", action="store_true", help="fewer calls and repeats")
     args = parser.parse_args([] if argv is None else argv)
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{'values':>10s} "
         + " ".join(f"{name:>13s}" for name in factories)
-        + "   torch/plugboard  X/plugboard  target"
+        + "   torch/tallyboard  X/tallyboard  target"
     )
     for size, (values, n) in cases.items():
         times: dict[str, list[float]] = {name: [] for name in factories}
@@ -64,9 +64,9 @@ def main(argv: list[str] | None = None) -> int:
             for name, factory in factories.items():
                 times[name].append(end_to_end(factory, values, n))
         med = {name: statistics.median(ts) * 1e3 for name, ts in times.items()}
-        ratio = med["torch"] / med["plugboard"]
+        ratio = med["torch"] / med["tallyboard"]
         x_ratio = (
-            f"{med['tensorboardX'] / med['plugboard']:10.1f}x"
+            f"{med['tensorboardX'] / med['tallyboard']:10.1f}x"
             if "tensorboardX" in med
             else "          -"
         )

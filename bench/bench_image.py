@@ -1,8 +1,8 @@
-"""add_image side by side: plugboard, torch.utils.tensorboard and tensorboardX, in one process.
+"""add_image side by side: tallyboard, torch.utils.tensorboard and tensorboardX, in one process.
 
 End to end per call = (n calls + ``close()``) / n, so work deferred to the writer thread counts.
 Writers take turns within each repeat so that machine noise hits all of them alike; medians over
-the repeats are printed with torch/plugboard ratios. A second part logs images from a caller
+the repeats are printed with torch/tallyboard ratios. A second part logs images from a caller
 that releases the GIL between calls (``time.sleep`` standing in for GPU work) and shows how long
 each ``add_image`` stalls the caller and how much wall time the logging adds.
 
@@ -88,24 +88,24 @@ def main(argv: list[str] | None = None) -> int:
                 call, close = end_to_end(factory, img, n)
                 per_call[writer_name].append(call)
                 closes[writer_name].append(close)
-        ours = statistics.median(per_call["plugboard"])
+        ours = statistics.median(per_call["tallyboard"])
         print(f"  {name} ({n} calls)")
         for writer_name in factories:
             med = statistics.median(per_call[writer_name])
             ratio = med / ours
             close_ms = statistics.median(closes[writer_name]) * 1e3
             print(
-                f"    {writer_name:<13} {med * 1e3:9.3f} ms  close {close_ms:8.1f} ms  x{ratio:6.2f} vs plugboard"
+                f"    {writer_name:<13} {med * 1e3:9.3f} ms  close {close_ms:8.1f} ms  x{ratio:6.2f} vs tallyboard"
             )
         speedup = statistics.median(per_call["torch"]) / ours
         if name not in TARGETS:
             print(
-                f"    plugboard is {speedup:.1f}x faster than torch (no target: compressible input)"
+                f"    tallyboard is {speedup:.1f}x faster than torch (no target: compressible input)"
             )
             continue
         verdict = "ok" if speedup >= TARGETS[name] else "BELOW TARGET"
         print(
-            f"    plugboard is {speedup:.1f}x faster than torch (target >= {TARGETS[name]:g}x): {verdict}"
+            f"    tallyboard is {speedup:.1f}x faster than torch (target >= {TARGETS[name]:g}x): {verdict}"
         )
 
     img = cases["3x512x512 uint8"][0]

@@ -1,11 +1,11 @@
-"""Logging scalars to MLflow: plugboard's mlflow sink next to MLflow's own API, in one process.
+"""Logging scalars to MLflow: tallyboard's mlflow sink next to MLflow's own API, in one process.
 
 Each case logs ``N`` scalars to a fresh local sqlite store and is timed end to end (until
 everything is stored); the caller's time per value is also shown for the sink, whose sending
 happens on a background thread. References: ``MlflowClient.log_metric`` (one store call per
 value, what most training loops do), ``mlflow.log_metric(..., synchronous=False)`` (MLflow's
 async queue) and one ``MlflowClient.log_batch`` per 900 values (the floor). Alternating repeats;
-medians; ratio = reference time / plugboard time.
+medians; ratio = reference time / tallyboard time.
 Run ``python bench/bench_mlflow.py [--n 2000]``.
 """
 
@@ -32,9 +32,9 @@ def _store(root: str) -> tuple[str, str]:
     return uri, str(experiment)
 
 
-def plugboard_sink(n: int) -> tuple[float, float]:
+def tallyboard_sink(n: int) -> tuple[float, float]:
     """(end-to-end us per value, caller us per value) through SummaryWriter(sinks=['mlflow'])."""
-    from plugboard import SummaryWriter
+    from tallyboard import SummaryWriter
 
     root = fresh_dir("mlflow")
     try:
@@ -107,7 +107,7 @@ def main() -> dict[str, float]:
     ours: list[tuple[float, float]] = []
     refs: dict[str, list[float]] = {"log_metric": [], "async": [], "log_batch": []}
     for _ in range(REPEATS):
-        ours.append(plugboard_sink(n))
+        ours.append(tallyboard_sink(n))
         refs["log_metric"].append(_reference(client_log_metric, n))
         refs["async"].append(_reference(fluent_async, n))
         refs["log_batch"].append(_reference(client_log_batch, n))

@@ -1,4 +1,4 @@
-"""Reading scalars back: plugboard.read vs EventAccumulator vs tbparse, same files, same process.
+"""Reading scalars back: tallyboard.read vs EventAccumulator vs tbparse, same files, same process.
 
 ``python bench/bench_read.py [n_scalars] [repeats] [shape ...]`` (default 1,000,000 scalars, median
 of 3, every shape). Shapes, each a log dir of ``n_scalars`` scalars:
@@ -11,7 +11,7 @@ of 3, every shape). Shapes, each a log dir of ``n_scalars`` scalars:
   ``add_scalars`` with 2 keys (two sub-runs) every step.
 
 EventAccumulator runs with ``size_guidance`` scalars=0 (nothing sampled away), one per run
-directory; all three readers check CRCs. Peak memory of plugboard.read is measured with
+directory; all three readers check CRCs. Peak memory of tallyboard.read is measured with
 tracemalloc against the final table, on the first shape.
 """
 
@@ -29,7 +29,7 @@ from common import fresh_dir
 
 
 def write_same_length(path: str, n: int, n_tags: int = 10) -> None:
-    from plugboard import SummaryWriter
+    from tallyboard import SummaryWriter
 
     with SummaryWriter(path) as w:
         for step in range(n // n_tags):
@@ -38,7 +38,7 @@ def write_same_length(path: str, n: int, n_tags: int = 10) -> None:
 
 
 def write_cycle(path: str, n: int) -> None:
-    from plugboard import SummaryWriter
+    from tallyboard import SummaryWriter
 
     tags = ("loss", "acc", "lr", "grad")
     with SummaryWriter(path) as w:
@@ -48,7 +48,7 @@ def write_cycle(path: str, n: int) -> None:
 
 
 def write_one_tag(path: str, n: int) -> None:
-    from plugboard import SummaryWriter
+    from tallyboard import SummaryWriter
 
     with SummaryWriter(path) as w:
         add = w.add_scalar
@@ -87,10 +87,10 @@ SHAPES: dict[str, Callable[[str, int], None]] = {
 }
 
 
-def read_plugboard(path: str) -> Any:
-    import plugboard
+def read_tallyboard(path: str) -> Any:
+    import tallyboard
 
-    return plugboard.read(path)
+    return tallyboard.read(path)
 
 
 def read_event_accumulator(path: str) -> Any:
@@ -129,7 +129,7 @@ def timed(fn: Callable[[str], Any], path: str, repeats: int) -> tuple[float, int
 
 def peak_memory(path: str) -> None:
     tracemalloc.start()
-    df = read_plugboard(path)
+    df = read_tallyboard(path)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     table = int(df.memory_usage(deep=True).sum())
@@ -147,17 +147,17 @@ def main() -> None:
         raise SystemExit(f"unknown shape(s) {unknown}; choose from {list(SHAPES)}")
     warm = fresh_dir("read-warm-up")
     write_cycle(warm, 100)
-    for fn in (read_plugboard, read_event_accumulator, read_tbparse):
+    for fn in (read_tallyboard, read_event_accumulator, read_tbparse):
         fn(warm)  # imports and caches outside the timings
     print(f"\n## read {n:,} scalars into a DataFrame (median of {repeats}, seconds)")
     print(
-        f"{'shape':14s} {'rows':>10s} {'plugboard':>10s} {'EventAcc':>9s} {'tbparse':>9s}"
+        f"{'shape':14s} {'rows':>10s} {'tallyboard':>10s} {'EventAcc':>9s} {'tbparse':>9s}"
         f" {'EA/pb':>7s} {'tbp/pb':>7s}"
     )
     for i, shape in enumerate(shapes):
         path = fresh_dir(f"read-{shape}")
         SHAPES[shape](path, n)
-        ours, rows = timed(read_plugboard, path, repeats)
+        ours, rows = timed(read_tallyboard, path, repeats)
         ea, ea_rows = timed(read_event_accumulator, path, repeats)
         tbp, tbp_rows = timed(read_tbparse, path, repeats)
         assert rows == ea_rows == tbp_rows, (shape, rows, ea_rows, tbp_rows)

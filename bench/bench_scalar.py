@@ -1,12 +1,12 @@
-"""add_scalar end to end (incl. close) and caller latency: plugboard vs torch vs tensorboardX.
+"""add_scalar end to end (incl. close) and caller latency: tallyboard vs torch vs tensorboardX.
 
-Long runs (200,000 and 1,000,000 calls) put plugboard next to the "minimal honest writer"
+Long runs (200,000 and 1,000,000 calls) put tallyboard next to the "minimal honest writer"
 (:mod:`floor_writer`: cached tag bytes, struct-packed Event, C CRC-32C, one write at close), the
 floor of what Python can do per scalar, run interleaved in the same process; torch and
 tensorboardX run fewer calls (about 55 us each) and are compared per call. Peak RSS is measured in
 fresh processes: 1,000,000 scalars, and large images written to a stalled disk (memory must stay
 within the pending-bytes limit, 64 MiB): 1,000 that deflate well (a ramp) and 300 of noise (stored
-PNGs as large as their pixels). Also ``import plugboard`` time.
+PNGs as large as their pixels). Also ``import tallyboard`` time.
 The long-run table also has three tags logged in turn (records of several layouts interleaved),
 and the caller's latency percentiles over 1,000,000 calls are printed.
 Run: ``python bench/bench_scalar.py`` (``--quick``: long runs of 200,000 only, fewer repeats;
@@ -33,11 +33,11 @@ REFERENCE_CALLS = 20_000  # torch and tensorboardX in the long-run table: per ca
 
 
 def writers() -> dict[str, type]:
-    from plugboard import SummaryWriter
+    from tallyboard import SummaryWriter
     from tensorboardX import SummaryWriter as XWriter
     from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
-    return {"plugboard": SummaryWriter, "torch": TorchWriter, "tensorboardX": XWriter}
+    return {"tallyboard": SummaryWriter, "torch": TorchWriter, "tensorboardX": XWriter}
 
 
 def end_to_end(cls: type, n: int = N) -> float:
@@ -70,25 +70,25 @@ def end_to_end_rotation(cls: type, n: int) -> float:
 
 
 def long_runs(ws: dict[str, type], sizes: tuple[int, ...], repeats: int) -> None:
-    """Floor, plugboard, torch and tensorboardX interleaved in each repeat (same load for all)."""
+    """Floor, tallyboard, torch and tensorboardX interleaved in each repeat (same load for all)."""
     refs = [name for name in ("torch", "tensorboardX") if name in ws]
     print(
         f"\n## add_scalar end to end incl. close, long runs (median of {repeats}, interleaved; "
         f"torch/tensorboardX: {REFERENCE_CALLS:,} calls, per call)"
     )
     print(
-        f"{'calls':>10} {'floor':>9} {'plugboard':>10} {'vs floor':>9} "
+        f"{'calls':>10} {'floor':>9} {'tallyboard':>10} {'vs floor':>9} "
         + " ".join(f"{name:>12} {'ratio':>7}" for name in refs)
     )
     for n in sizes:
-        runs: dict[str, list[float]] = {name: [] for name in ("floor", "plugboard", *refs)}
+        runs: dict[str, list[float]] = {name: [] for name in ("floor", "tallyboard", *refs)}
         for _ in range(repeats):
             runs["floor"].append(end_to_end(FloorWriter, n))
-            runs["plugboard"].append(end_to_end(ws["plugboard"], n))
+            runs["tallyboard"].append(end_to_end(ws["tallyboard"], n))
             for name in refs:
                 runs[name].append(end_to_end(ws[name], REFERENCE_CALLS))
         med = {name: statistics.median(times) for name, times in runs.items()}
-        ours = med["plugboard"]
+        ours = med["tallyboard"]
         line = f"{n:>10,} {med['floor']:7.2f}us {ours:8.2f}us {ours / med['floor']:8.2f}x "
         line += " ".join(f"{med[name]:10.1f}us {med[name] / ours:6.1f}x" for name in refs)
         print(line, flush=True)
@@ -96,7 +96,7 @@ def long_runs(ws: dict[str, type], sizes: tuple[int, ...], repeats: int) -> None
     floor, ours = [], []
     for _ in range(repeats):
         floor.append(end_to_end_rotation(FloorWriter, n))
-        ours.append(end_to_end_rotation(ws["plugboard"], n))
+        ours.append(end_to_end_rotation(ws["tallyboard"], n))
     f, o = statistics.median(floor), statistics.median(ours)
     print(f"{n:>10,} {f:7.2f}us {o:8.2f}us {o / f:8.2f}x  (3 tags in turn: {', '.join(ROTATION)})")
 
@@ -104,7 +104,7 @@ def long_runs(ws: dict[str, type], sizes: tuple[int, ...], repeats: int) -> None
 _RSS_SCALARS = """
 import sys
 sys.path.insert(0, {bench!r})
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 from floor_writer import FloorWriter
 cls = FloorWriter if {floor!r} else SummaryWriter
 w = cls({log_dir!r})
@@ -123,7 +123,8 @@ print(base, hwm())
 _RSS_IMAGES = """
 import time
 import numpy as np
-from plugboard import SummaryWriter, storage
+from tallyboard import SummaryWriter
+from tallyboard.records import storage
 
 class StalledFile(storage.LocalAppendFile):
     def write(self, data):
@@ -160,7 +161,7 @@ def peak_rss() -> None:
     """Peak RSS above the process's level after warm-up, each case in a fresh process."""
     bench = os.path.dirname(os.path.abspath(__file__))
     print("\n## peak RSS (fresh process each; growth over the level after the first call)")
-    for label, floor in (("plugboard", False), ("floor (keeps every record)", True)):
+    for label, floor in (("tallyboard", False), ("floor (keeps every record)", True)):
         base, peak = _run_rss(
             _RSS_SCALARS.format(bench=bench, floor=floor, log_dir=fresh_dir("rss"), n=1_000_000)
         )
@@ -183,11 +184,11 @@ def peak_rss() -> None:
 
 
 def long_latencies(n: int = 1_000_000) -> None:
-    """The caller's latency over a long run: percentiles of every call, plugboard and floor."""
-    from plugboard import SummaryWriter
+    """The caller's latency over a long run: percentiles of every call, tallyboard and floor."""
+    from tallyboard import SummaryWriter
 
     print(f"\n## caller latency over {n:,} add_scalar calls (every call timed)")
-    for label, cls in (("plugboard", SummaryWriter), ("floor", FloorWriter)):
+    for label, cls in (("tallyboard", SummaryWriter), ("floor", FloorWriter)):
         w = cls(fresh_dir("lat-long"))
         add, clock = w.add_scalar, time.perf_counter_ns
         samples = [0] * n
@@ -234,7 +235,7 @@ def peak_memory_kib(cls: type, n: int = 200_000) -> float:
 
 def import_time_ms(repeats: int = 7) -> float:
     code = (
-        "import time; t=time.perf_counter(); import plugboard; print((time.perf_counter()-t)*1000)"
+        "import time; t=time.perf_counter(); import tallyboard; print((time.perf_counter()-t)*1000)"
     )
     runs = [
         float(subprocess.check_output([sys.executable, "-c", code]).decode())
@@ -245,7 +246,7 @@ def import_time_ms(repeats: int = 7) -> float:
 
 def heavy_modules_after_import() -> list[str]:
     code = (
-        "import sys, plugboard; print(' '.join(m for m in ('PIL', 'matplotlib', 'torch', "
+        "import sys, tallyboard; print(' '.join(m for m in ('PIL', 'matplotlib', 'torch', "
         "'google.protobuf.descriptor_pb2', 'soundfile', 'numpy') if m in sys.modules))"
     )
     return subprocess.check_output([sys.executable, "-c", code]).decode().split()
@@ -266,15 +267,15 @@ def main(argv: list[str] | None = None) -> None:
     e2e = {name: median_of(REPEATS, lambda c=cls: end_to_end(c)) for name, cls in ws.items()}
     lat = {name: latencies(cls) for name, cls in ws.items()}
     rows = [
-        (f"add_scalar end to end incl. close (n={N}) vs torch", e2e["plugboard"], e2e["torch"]),
+        (f"add_scalar end to end incl. close (n={N}) vs torch", e2e["tallyboard"], e2e["torch"]),
         (
             "add_scalar end to end incl. close vs tensorboardX",
-            e2e["plugboard"],
+            e2e["tallyboard"],
             e2e["tensorboardX"],
         ),
-        ("caller p50 latency vs torch", lat["plugboard"][0], lat["torch"][0]),
-        ("caller p99 latency vs torch", lat["plugboard"][1], lat["torch"][1]),
-        ("caller p99 latency vs tensorboardX", lat["plugboard"][1], lat["tensorboardX"][1]),
+        ("caller p50 latency vs torch", lat["tallyboard"][0], lat["torch"][0]),
+        ("caller p99 latency vs torch", lat["tallyboard"][1], lat["torch"][1]),
+        ("caller p99 latency vs tensorboardX", lat["tallyboard"][1], lat["tensorboardX"][1]),
     ]
     print_table(f"add_scalar (median of {REPEATS} runs)", rows)
     mem = {name: peak_memory_kib(cls) for name, cls in ws.items()}
@@ -283,7 +284,7 @@ def main(argv: list[str] | None = None) -> None:
         + ", ".join(f"{name} {kib:,.0f} KiB" for name, kib in mem.items())
     )
     print(
-        f"\nimport plugboard: {import_time_ms():.1f} ms (median of 7 fresh processes); "
+        f"\nimport tallyboard: {import_time_ms():.1f} ms (median of 7 fresh processes); "
         f"heavy modules loaded by it: {heavy_modules_after_import() or 'none'}"
     )
 

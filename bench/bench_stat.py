@@ -1,9 +1,9 @@
-"""Side-by-side cost of plugboard.monitor and torch.monitor, in one process.
+"""Side-by-side cost of tallyboard.monitor and torch.monitor, in one process.
 
 Each case is timed for both libraries in alternating repeats (so background load hits both
-alike); the table shows the median microseconds per call and the ratio plugboard / torch.
+alike); the table shows the median microseconds per call and the ratio tallyboard / torch.
 Run ``python bench/bench_stat.py``; ``main()`` returns the numbers for a top-level bench script.
-torch is optional: without it only plugboard's column is filled.
+torch is optional: without it only tallyboard's column is filled.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _env(mon: ModuleType) -> dict[str, Any]:
         s.add(1.0)
         close = getattr(s, "close", None)
         if close is not None:
-            close()  # plugboard; torch emits when the object is destroyed
+            close()  # tallyboard; torch emits when the object is destroyed
         del s
 
     return {
@@ -62,21 +62,21 @@ def _env(mon: ModuleType) -> dict[str, Any]:
 
 
 def main(repeats: int = REPEATS, number: int = NUMBER) -> dict[str, dict[str, float]]:
-    """Print plugboard vs torch.monitor side by side.
+    """Print tallyboard vs torch.monitor side by side.
 
-    Returns ``{case: {"plugboard": us, "torch": us, "ratio": plugboard/torch}}`` (torch keys
+    Returns ``{case: {"tallyboard": us, "torch": us, "ratio": tallyboard/torch}}`` (torch keys
     absent when torch is not installed).
     """
-    import plugboard.monitor as pb
+    import tallyboard.monitor as pb
 
-    libs: dict[str, ModuleType] = {"plugboard": pb}
+    libs: dict[str, ModuleType] = {"tallyboard": pb}
     try:
         libs["torch"] = importlib.import_module("torch.monitor")
     except ImportError:
         pass
     envs = {name: _env(mod) for name, mod in libs.items()}
     results: dict[str, dict[str, float]] = {}
-    print(f"{'operation (median us per call)':40} {'plugboard':>10} {'torch':>8} {'ratio':>6}")
+    print(f"{'operation (median us per call)':40} {'tallyboard':>10} {'torch':>8} {'ratio':>6}")
     for case, (stmt, share) in CASES.items():
         n = max(1, int(number * share))
         handles = {}
@@ -97,10 +97,10 @@ def main(repeats: int = REPEATS, number: int = NUMBER) -> dict[str, dict[str, fl
                 libs[name].unregister_event_handler(handle)
         row = {name: statistics.median(values) for name, values in samples.items()}
         if "torch" in row:
-            row["ratio"] = row["plugboard"] / row["torch"]
-            print(f"{case:40} {row['plugboard']:10.3f} {row['torch']:8.3f} {row['ratio']:6.2f}")
+            row["ratio"] = row["tallyboard"] / row["torch"]
+            print(f"{case:40} {row['tallyboard']:10.3f} {row['torch']:8.3f} {row['ratio']:6.2f}")
         else:
-            print(f"{case:40} {row['plugboard']:10.3f}")
+            print(f"{case:40} {row['tallyboard']:10.3f}")
         results[case] = row
     return results
 

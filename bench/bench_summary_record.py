@@ -1,11 +1,11 @@
-"""One training step of ``add_value`` + ``record``: plugboard's SummaryRecord next to MindSpore's.
+"""One training step of ``add_value`` + ``record``: tallyboard's SummaryRecord next to MindSpore's.
 
 Run ``python bench/bench_summary_record.py [steps]``. MindSpore is measured in the same process
-when it is importable (``pip install mindspore``); otherwise plugboard alone. Two figures per
+when it is importable (``pip install mindspore``); otherwise tallyboard alone. Two figures per
 side: the median of the caller's per-step times (what a training step pays when the writer keeps
-up; MindSpore hands each step to a writer process, plugboard encodes heavy values on a writer
+up; MindSpore hands each step to a writer process, tallyboard encodes heavy values on a writer
 thread) and the mean per step including ``close()`` (everything written, so work deferred to a
-thread or process is counted). Each case runs ``ROUNDS`` rounds, plugboard and MindSpore
+thread or process is counted). Each case runs ``ROUNDS`` rounds, tallyboard and MindSpore
 interleaved (both see the same machine load); the table shows the median of the rounds and the
 range of the per-round median ratios.
 """
@@ -56,7 +56,7 @@ def measure(
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     steps = int(argv[0]) if argv else 2000
-    from plugboard import SummaryRecord
+    from tallyboard import SummaryRecord
 
     try:
         import mindspore
@@ -64,9 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         from mindspore import Tensor
     except ImportError:
         mindspore = None
-        print("MindSpore is not installed: measuring plugboard alone")
+        print("MindSpore is not installed: measuring tallyboard alone")
     print(f"{steps} steps per case; times per step (add_value + record), median / mean incl. close")
-    header = f"{'case':16} {'plugboard':>19}"
+    header = f"{'case':16} {'tallyboard':>19}"
     if mindspore is not None:
         header += (
             f" {'MindSpore ' + mindspore.__version__:>19} {'ratio med':>9} {'ratio mean':>10}"

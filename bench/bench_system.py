@@ -26,8 +26,8 @@ BURST = 100
 
 
 def _with_handler(run: object) -> float:
-    from plugboard import SummaryWriter
-    from plugboard.monitor import (
+    from tallyboard import SummaryWriter
+    from tallyboard.monitor import (
         TensorboardEventHandler,
         register_event_handler,
         unregister_event_handler,
@@ -46,7 +46,7 @@ def _with_handler(run: object) -> float:
 
 def per_sample_us() -> tuple[float, int]:
     """Median thread CPU microseconds per sample, and how many stats one sample logs."""
-    from plugboard_system import SystemMetrics
+    from tallyboard_system import SystemMetrics
 
     def burst() -> tuple[float, int]:
         sampler = SystemMetrics(interval=0.01).start()
@@ -62,7 +62,7 @@ def per_sample_us() -> tuple[float, int]:
 
 def real_run(seconds: float) -> tuple[float, int]:
     """Percent of one core the sampler thread used at interval=1.0, and samples taken."""
-    from plugboard_system import SystemMetrics
+    from tallyboard_system import SystemMetrics
 
     def run() -> tuple[float, int]:
         started = time.monotonic()

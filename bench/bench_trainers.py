@@ -1,9 +1,9 @@
 """Trainer integrations, side by side in one process, end to end (every record on disk).
 
 - Hugging Face: ``on_log`` with a typical logs dict (loss, grad_norm, learning_rate, epoch),
-  PlugboardCallback vs the built-in TensorBoardCallback over torch's SummaryWriter (which
+  TallyboardCallback vs the built-in TensorBoardCallback over torch's SummaryWriter (which
   flushes after every ``on_log``), including ``on_train_end``.
-- Lightning: ``log_metrics`` with three metrics, PlugboardLogger vs TensorBoardLogger (torch's
+- Lightning: ``log_metrics`` with three metrics, TallyboardLogger vs TensorBoardLogger (torch's
   writer), including ``finalize``.
 """
 
@@ -18,7 +18,7 @@ from common import fresh_dir, median_of, print_table, timed_per_call
 
 def _hf(n: int, repeats: int) -> list[tuple[str, float, float | None]]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from plugboard_transformers import PlugboardCallback
+    from tallyboard_transformers import TallyboardCallback
     from torch.utils.tensorboard import SummaryWriter as TorchWriter
     from transformers import TrainerControl, TrainerState, TrainingArguments
     from transformers.integrations import TensorBoardCallback
@@ -38,7 +38,7 @@ def _hf(n: int, repeats: int) -> list[tuple[str, float, float | None]]:
 
         return timed_per_call(n, body)
 
-    ours = median_of(repeats, lambda: run(lambda: PlugboardCallback(fresh_dir("hf-pb"))))
+    ours = median_of(repeats, lambda: run(lambda: TallyboardCallback(fresh_dir("hf-pb"))))
     ref = median_of(
         repeats,
         lambda: run(lambda: TensorBoardCallback(tb_writer=TorchWriter(fresh_dir("hf-torch")))),
@@ -48,7 +48,7 @@ def _hf(n: int, repeats: int) -> list[tuple[str, float, float | None]]:
 
 def _lightning(n: int, repeats: int) -> list[tuple[str, float, float | None]]:
     from lightning.pytorch.loggers import TensorBoardLogger
-    from plugboard_lightning import PlugboardLogger
+    from tallyboard_lightning import TallyboardLogger
 
     def run(make: object) -> float:
         def body() -> None:
@@ -59,7 +59,7 @@ def _lightning(n: int, repeats: int) -> list[tuple[str, float, float | None]]:
 
         return timed_per_call(n, body)
 
-    ours = median_of(repeats, lambda: run(lambda: PlugboardLogger(fresh_dir("pl-pb"))))
+    ours = median_of(repeats, lambda: run(lambda: TallyboardLogger(fresh_dir("pl-pb"))))
     ref = median_of(repeats, lambda: run(lambda: TensorBoardLogger(fresh_dir("pl-torch"))))
     return [(f"Lightning log_metrics, 3 values, x{n}", ours, ref)]
 

@@ -11,10 +11,10 @@ from typing import Any
 
 def writer_factories() -> dict[str, Callable[[str], Any]]:
     """Writer constructors by name; tensorboardX only when installed."""
-    from plugboard import SummaryWriter
+    from tallyboard import SummaryWriter
     from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
-    out: dict[str, Callable[[str], Any]] = {"plugboard": SummaryWriter, "torch": TorchWriter}
+    out: dict[str, Callable[[str], Any]] = {"tallyboard": SummaryWriter, "torch": TorchWriter}
     try:
         from tensorboardX import SummaryWriter as XWriter
     except ImportError:
@@ -41,9 +41,9 @@ def fresh_dir(prefix: str) -> str:
 
 
 def print_table(title: str, rows: list[tuple[str, float, float | None]], unit: str = "us") -> None:
-    """Rows of (label, plugboard median, reference median or None); prints ratio reference/plugboard."""
+    """Rows of (label, tallyboard median, reference median or None); prints ratio reference/tallyboard."""
     print(f"\n## {title}")
-    print(f"{'case':58s} {'plugboard':>12s} {'reference':>12s} {'ratio':>8s}")
+    print(f"{'case':58s} {'tallyboard':>12s} {'reference':>12s} {'ratio':>8s}")
     for label, ours, ref in rows:
         ratio = f"{ref / ours:7.1f}x" if ref else "      -"
         ref_s = f"{ref:10.2f}{unit}" if ref else "           -"

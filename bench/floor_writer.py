@@ -1,9 +1,9 @@
-"""The "minimal honest writer": the floor that plugboard's ``add_scalar`` is measured against.
+"""The "minimal honest writer": the floor that tallyboard's ``add_scalar`` is measured against.
 
 It writes a valid TensorBoard event file with the least work Python can do per scalar: tag bytes
 cached, the ``Event`` packed with ``struct``, C CRC-32C framing, records kept in one bytearray and
 written once at ``close()``. No validation, no background thread, no bound on memory, nothing
-written before ``close()``: what plugboard adds on top of this is the price of its guarantees.
+written before ``close()``: what tallyboard adds on top of this is the price of its guarantees.
 """
 
 from __future__ import annotations

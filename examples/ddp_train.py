@@ -1,4 +1,4 @@
-"""A DDP job logged by plugboard: run with ``torchrun --standalone --nproc-per-node 2``.
+"""A DDP job logged by tallyboard: run with ``torchrun --standalone --nproc-per-node 2``.
 
 Uses gloo on CPU (nccl when every rank has a GPU). Rank 0 writes one run: ``loss`` is the mean
 over ranks and ``samples`` the sum, one point per step, and ``step_time_ms`` is a Stat aggregated
@@ -13,8 +13,8 @@ import time
 
 import torch
 import torch.distributed as dist
-from plugboard import Aggregation, Stat, SummaryWriter, TensorboardEventHandler
-from plugboard.monitor import register_event_handler
+from tallyboard import Aggregation, Stat, SummaryWriter, TensorboardEventHandler
+from tallyboard.monitor import register_event_handler
 from torch.nn.parallel import DistributedDataParallel
 
 

@@ -1,4 +1,4 @@
-"""A small training run logged with plugboard: open it with ``tensorboard --logdir runs``.
+"""A small training run logged with tallyboard: open it with ``tensorboard --logdir runs``.
 
 A two-layer NumPy network learns to separate two interleaved spirals. The run uses all three
 faces: torch.monitor-style Stats for step timing, the SummaryWriter face for scalars, histograms,
@@ -15,8 +15,8 @@ import time
 from datetime import timedelta
 
 import numpy as np
-import plugboard
-from plugboard import Aggregation, Stat, SummaryWriter, TensorboardEventHandler
+import tallyboard
+from tallyboard import Aggregation, Stat, SummaryWriter, TensorboardEventHandler
 
 
 def spirals(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -54,11 +54,11 @@ def train(log_dir: str, steps: int, hidden: int, lr: float, with_mindspore: bool
         "b2": np.zeros(1, np.float32),
     }
     writer = SummaryWriter(log_dir)
-    handle = plugboard.register_event_handler(TensorboardEventHandler(writer))
+    handle = tallyboard.register_event_handler(TensorboardEventHandler(writer))
     step_time = Stat("step_time_ms", [Aggregation.MEAN, Aggregation.MAX], timedelta(seconds=0.5))
     record = None
     if with_mindspore:
-        record = plugboard.SummaryRecord(os.path.join(log_dir, "mindspore"), tensorboard=True)
+        record = tallyboard.SummaryRecord(os.path.join(log_dir, "mindspore"), tensorboard=True)
     writer.add_text("about", f"Two spirals, MLP with **{hidden}** hidden units, SGD lr={lr}.", 0)
     for step in range(steps):
         t0 = time.perf_counter()
@@ -94,7 +94,7 @@ def train(log_dir: str, steps: int, hidden: int, lr: float, with_mindspore: bool
         {"hidden": hidden, "lr": lr}, {"hparam/val_accuracy": final_acc}, run_name="hparams"
     )
     step_time.close()
-    plugboard.unregister_event_handler(handle)
+    tallyboard.unregister_event_handler(handle)
     writer.close()
     if record is not None:
         record.close()

@@ -1,6 +1,6 @@
 """An independent reader of MindSpore summary and lineage files, for tests.
 
-It shares no code with plugboard's writer: its own framing and CRC-32C check (every record, both
+It shares no code with tallyboard's writer: its own framing and CRC-32C check (every record, both
 CRCs, no torn tail tolerated) and its own proto2 definitions of MindSpore's ``summary.proto``,
 ``anf_ir.proto`` (the parts summary files use) and ``lineage.proto``, with MindSpore's field
 numbers, built here into real protobuf classes.

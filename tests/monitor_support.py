@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from plugboard.monitor import handlers as handlers_mod
+from tallyboard.monitor import handlers as handlers_mod
 
 TIMEOUT = 10
 

@@ -10,7 +10,7 @@ import pytest
 import soundfile
 import torch
 from conftest import load_run, raw_events
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 
 
 def decode(wav_bytes: bytes) -> tuple[np.ndarray, int, int]:

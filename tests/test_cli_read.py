@@ -1,4 +1,4 @@
-"""``plugboard ls | export | plot | board`` run as real subprocesses on runs plugboard wrote."""
+"""``tallyboard ls | export | plot | board`` run as real subprocesses on runs tallyboard wrote."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import load_run
-from plugboard import SummaryWriter
-from plugboard.cli_read import smooth
+from tallyboard import SummaryWriter
+from tallyboard.cli.read import smooth
 from tb_server import free_port, stop_process_group
 
 
 def pb(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "plugboard", *args],
+        [sys.executable, "-m", "tallyboard", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -137,7 +137,7 @@ def test_smoothing_matches_tensorboard_formula_by_hand() -> None:
 def test_board_serves_the_runs(logdir: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "plugboard", "board", str(logdir), "--port", str(port)],
+        [sys.executable, "-m", "tallyboard", "board", str(logdir), "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

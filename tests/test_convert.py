@@ -1,4 +1,4 @@
-"""``plugboard convert`` / ``plugboard.convert``: runs rewritten in another format, read back with
+"""``tallyboard convert`` / ``tallyboard.convert``: runs rewritten in another format, read back with
 TensorBoard's own EventAccumulator and the independent MindSpore reader (tests/mindspore_reader.py).
 """
 
@@ -14,13 +14,13 @@ from typing import Any
 
 import mindspore_reader as msr
 import numpy as np
-import plugboard
 import pytest
+import tallyboard
 from conftest import load_run
 from PIL import Image, ImageSequence
-from plugboard import Kind, SummaryWriter, hookimpl
+from tallyboard import Kind, SummaryWriter, hookimpl
 
-pytest_plugins = ["plugboard.testing"]
+pytest_plugins = ["tallyboard.testing"]
 
 RNG = np.random.default_rng(7)
 WALL = 1_700_000_000.0
@@ -28,7 +28,7 @@ WALL = 1_700_000_000.0
 
 def pb(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "plugboard", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "tallyboard", *args], capture_output=True, text=True, timeout=120
     )
 
 
@@ -105,7 +105,7 @@ def tensorboard_view(run: Path) -> dict[tuple[str, str], list[Any]]:
 
 
 def log_everything(run: Path) -> None:
-    """One plugboard run of every kind plugboard decodes from tfevents (a child run for hparams)."""
+    """One tallyboard run of every kind tallyboard decodes from tfevents (a child run for hparams)."""
     with SummaryWriter(str(run)) as w:
         for i in range(4):
             w.add_scalar("loss", 1.0 / (i + 1), i, walltime=WALL + i)
@@ -136,7 +136,7 @@ def test_tfevents_to_tfevents_gives_tensorboard_the_same_values_of_every_kind(
 ) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     log_everything(src / "exp")
-    summary = plugboard.convert(str(src), str(dst), to="tfevents")
+    summary = tallyboard.convert(str(src), str(dst), to="tfevents")
     for run in ("exp", "exp/trial"):
         want, got = tensorboard_view(src / run), tensorboard_view(dst / run)
         if run == "exp/trial":  # only the session start is decoded: TensorBoard infers the rest
@@ -173,7 +173,7 @@ def test_torch_written_run_converts_to_the_same_tensorboard_values(tmp_path: Pat
     w.add_text("t", "from torch", 2, walltime=WALL + 2)
     w.add_audio("a", np.sin(np.arange(400) / 7), 2, sample_rate=16000, walltime=WALL + 2)
     w.close()
-    summary = plugboard.convert(src, dst, to="tfevents")
+    summary = tallyboard.convert(src, dst, to="tfevents")
     assert summary.not_converted == {}
     want, got = tensorboard_view(src), tensorboard_view(dst)
     assert sorted(got) == sorted(want)
@@ -197,7 +197,7 @@ def test_gray_and_gray_alpha_pngs_keep_their_channels(tmp_path: Path) -> None:
         summary = Summary(value=[Summary.Value(tag=mode, image=image)])
         writer.add_event(Event(wall_time=WALL, step=1, summary=summary))
     writer.close()
-    plugboard.convert(tmp_path / "src", tmp_path / "dst", to="tfevents")
+    tallyboard.convert(tmp_path / "src", tmp_path / "dst", to="tfevents")
     want, got = tensorboard_view(tmp_path / "src"), tensorboard_view(tmp_path / "dst")
     assert got == want
     assert np.asarray(got["image", "L"][0][4][0]).shape == (4, 5)
@@ -241,7 +241,7 @@ def test_tfevents_to_mindspore_writes_what_the_mindspore_sink_writes_live(tmp_pa
     live.mkdir()  # the mindspore sink does not create its log dir
     with SummaryWriter(str(live), sinks=["mindspore"]) as w:
         log_mindspore_kinds(w)
-    summary = plugboard.convert(src, dst, to="mindspore")
+    summary = tallyboard.convert(src, dst, to="mindspore")
     assert summary.converted == {"scalar": 3, "histogram": 3, "image": 2, "tensor": 2}
     assert summary.not_converted == {}
     converted = _ms_values(dst)
@@ -253,7 +253,7 @@ def test_tfevents_to_mindspore_values_equal_the_source(tmp_path: Path) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     with SummaryWriter(str(src)) as w:
         log_mindspore_kinds(w)
-    plugboard.convert(src, dst, to="mindspore")
+    tallyboard.convert(src, dst, to="mindspore")
     acc = load_run(src)
     events = [e for e in msr.read_events(_ms_file(dst)) if e.HasField("summary")]
     got = {(e.summary.value[0].tag, e.step): (e.wall_time, e.summary.value[0]) for e in events}
@@ -291,7 +291,7 @@ def test_tfevents_to_mindspore_values_equal_the_source(tmp_path: Path) -> None:
 def test_kinds_mindspore_cannot_hold_are_counted_not_dropped(tmp_path: Path) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     log_everything(src / "exp")
-    summary = plugboard.convert(src, dst, to="mindspore")
+    summary = tallyboard.convert(src, dst, to="mindspore")
     assert summary.not_converted == {"text": 1, "audio": 1, "hparams": 1, "image": 1, "tensor": 1}
     assert "cannot hold text" in summary.reasons["text"]
     assert "'clip' at step 3" in summary.reasons["image"]  # the video: MindSpore has none
@@ -312,9 +312,9 @@ def test_cli_converts_and_reports_what_it_could_not_in_one_line(tmp_path: Path) 
     log_everything(src / "exp")
     out = pb("convert", str(src), str(dst), "--to", "mindspore")
     assert out.returncode == 0, out.stderr
-    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("plugboard convert:")]
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("tallyboard convert:")]
     assert len(lines) == 2 and "converted 18 values" in lines[0]
-    assert lines[1].startswith("plugboard convert: not converted: ")
+    assert lines[1].startswith("tallyboard convert: not converted: ")
     for part in ("audio 1 (", "hparams 1 (", "image 1 (", "tensor 1 (", "text 1 ("):
         assert part in lines[1]
     assert "Traceback" not in out.stderr
@@ -353,7 +353,7 @@ def test_a_dst_holding_files_is_refused_unless_forced_and_nothing_is_overwritten
     assert out.returncode == 1 and "--force" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     with pytest.raises(FileExistsError, match="force=True"):
-        plugboard.convert(src, dst, to="tfevents")
+        tallyboard.convert(src, dst, to="tfevents")
     forced = pb("convert", str(src), str(dst), "--to", "tfevents", "--force")
     assert forced.returncode == 0, forced.stderr
     assert first.read_bytes() == before and len(list(dst.iterdir())) == 2
@@ -368,7 +368,7 @@ def test_a_symlink_in_dst_cannot_send_a_run_outside_it(tmp_path: Path) -> None:
     outside.mkdir()
     (dst / "run").symlink_to(outside, target_is_directory=True)
     with pytest.raises(ValueError, match="outside dst"):
-        plugboard.convert(src, dst, to="tfevents", force=True)
+        tallyboard.convert(src, dst, to="tfevents", force=True)
     assert list(outside.iterdir()) == []
 
 
@@ -377,15 +377,15 @@ def test_python_api_rejects_bad_arguments_by_name(tmp_path: Path) -> None:
         w.add_scalar("x", 1.0, 0)
     src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
     with pytest.raises(TypeError, match="src"):
-        plugboard.convert(3, dst, to="tfevents")  # type: ignore[arg-type]
+        tallyboard.convert(3, dst, to="tfevents")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="dst"):
-        plugboard.convert(src, None, to="tfevents")  # type: ignore[arg-type]
+        tallyboard.convert(src, None, to="tfevents")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="to must be a str"):
-        plugboard.convert(src, dst, to=None)  # type: ignore[arg-type]
+        tallyboard.convert(src, dst, to=None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="force"):
-        plugboard.convert(src, dst, to="tfevents", force="yes")  # type: ignore[arg-type]
+        tallyboard.convert(src, dst, to="tfevents", force="yes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="local directory"):
-        plugboard.convert(src, "memory://x", to="tfevents")
+        tallyboard.convert(src, "memory://x", to="tfevents")
     assert not os.path.exists(dst)
 
 
@@ -403,8 +403,8 @@ class NotePlugin:
 
     @hookimpl
     def register_encoders(self, register: Any) -> None:
-        from plugboard_tfevents.encoding import summary_event
-        from plugboard_tfevents.proto import DT_STRING, SummaryValue, TensorProto, metadata
+        from tallyboard_tfevents.encoding import summary_event
+        from tallyboard_tfevents.proto import DT_STRING, SummaryValue, TensorProto, metadata
 
         def encode(plugin: str) -> Any:
             def fn(tag: str, step: Any, wall: float, payload: Any) -> bytes:
@@ -441,7 +441,7 @@ def test_a_plugin_kind_converts_through_its_from_row(
         w.add_value("note", "n", "first", 1, walltime=WALL)
         w.add_value("note", "n", "second", 2, walltime=WALL + 1)
         w.add_value("blob", "b", b"\x00\x01", 1, walltime=WALL)
-    summary = plugboard.convert(tmp_path / "src", tmp_path / "dst", to="memory")
+    summary = tallyboard.convert(tmp_path / "src", tmp_path / "dst", to="memory")
     assert summary.converted == {"note": 2}
     assert summary.not_converted == {"blob": 1}
     assert "no from_row" in summary.reasons["blob"]
@@ -460,7 +460,7 @@ def test_from_row_must_be_callable() -> None:
 def test_summary_record_run_converts_to_tfevents_with_the_values_mindspore_files_hold(
     tmp_path: Path,
 ) -> None:
-    from plugboard import SummaryRecord
+    from tallyboard import SummaryRecord
     from tensorboard.util import tensor_util
 
     src, dst = tmp_path / "ms", tmp_path / "tb"
@@ -474,7 +474,7 @@ def test_summary_record_run_converts_to_tfevents_with_the_values_mindspore_files
             record.add_value("tensor", "ints", np.arange(6, dtype=np.int32).reshape(2, 3) * step)
             record.add_value("tensor", "f64", rng.normal(size=(4,)))
             record.record(step)
-    summary = plugboard.convert(src, dst, to="tfevents")
+    summary = tallyboard.convert(src, dst, to="tfevents")
     assert summary.not_converted == {}
     assert summary.converted == {"scalar": 3, "histogram": 3, "image": 3, "tensor": 6}
     (ms_file,) = list(src.iterdir())
@@ -539,7 +539,7 @@ def test_values_that_cannot_be_rebuilt_are_counted_with_the_reason(tmp_path: Pat
     ]  # fmt: skip
     writer.add_event(Event(wall_time=WALL, step=4, summary=Summary(value=values)))
     writer.close()
-    summary = plugboard.convert(tmp_path / "src", tmp_path / "dst", to="tfevents")
+    summary = tallyboard.convert(tmp_path / "src", tmp_path / "dst", to="tfevents")
     assert summary.converted == {"scalar": 1}
     assert summary.not_converted == {"audio": 1, "image": 1}
     assert "'mp3' at step 4" in summary.reasons["audio"] and "WAV" in summary.reasons["audio"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import load_run, raw_events
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 from tensorboard.plugins.custom_scalar import layout_pb2
 from torch.utils.tensorboard import summary as torch_summary
 

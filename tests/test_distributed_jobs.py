@@ -24,8 +24,8 @@ def _files(root: Path) -> list[Path]:
 def two_ranks(rank: int, world: int, root: str) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
-    from plugboard import Aggregation, Stat, SummaryWriter, TensorboardEventHandler
-    from plugboard.monitor import register_event_handler, unregister_event_handler
+    from tallyboard import Aggregation, Stat, SummaryWriter, TensorboardEventHandler
+    from tallyboard.monitor import register_event_handler, unregister_event_handler
 
     out: dict[str, Any] = {"pid": os.getpid()}
     reduce = {"loss": "mean", "tokens": "sum", "lo": "min", "hi": "max", "late": "sum"}
@@ -93,7 +93,7 @@ def two_ranks(rank: int, world: int, root: str) -> dict[str, Any]:
         )
         out["batches"] = sum(int(b) for b in loader)
 
-    from plugboard.distributed import RankSyncError
+    from tallyboard.ranks.reduce import RankSyncError
 
     t = SummaryWriter(os.path.join(root, "hung"), reduce="sum", sync_timeout=3.0)
     other = SummaryWriter(os.path.join(root, "other"), reduce="sum", sync_timeout=3.0)
@@ -161,8 +161,8 @@ def test_two_ranks_reduce_stat_sub_runs_workers(tmp_path: Path) -> None:
 
 
 def four_ranks(rank: int, world: int, root: str) -> dict[str, Any]:
-    from plugboard import SummaryWriter
-    from plugboard.distributed import RankSyncError
+    from tallyboard import SummaryWriter
+    from tallyboard.ranks.reduce import RankSyncError
 
     w = SummaryWriter(root, reduce="mean", sync_timeout=5.0)
     for step in range(20):

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import load_run
-from plugboard import SummaryRecord, SummaryWriter, TensorboardEventHandler
-from plugboard.distributed import STAT, RankSyncError, _combine
+from tallyboard import SummaryRecord, SummaryWriter, TensorboardEventHandler
+from tallyboard.ranks.reduce import STAT, RankSyncError, _combine
 
 
 @pytest.fixture
@@ -119,7 +119,7 @@ def test_single_process_reduces_its_own_values_and_never_imports_torch(tmp_path:
 import os, sys
 for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
     os.environ.pop(var, None)
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 w = SummaryWriter(sys.argv[1], reduce={"loss": "mean", "*": "max"})
 for step in range(3):
     w.add_scalar("loss", 1.0, step)
@@ -146,12 +146,12 @@ def test_summary_record_names_its_file_with_the_rank(tmp_path: Path, rank_one: N
     assert name.endswith(f".1.{platform.node()}_MS")  # device_id 1: this rank
 
 
-def test_cross_rank_stat_handler_needs_a_plugboard_writer(tmp_path: Path) -> None:
+def test_cross_rank_stat_handler_needs_a_tallyboard_writer(tmp_path: Path) -> None:
     class OnlyAddScalar:
         def add_scalar(self, *args: object, **kwargs: object) -> None:
             pass
 
-    with pytest.raises(TypeError, match="across_ranks=True needs a plugboard SummaryWriter"):
+    with pytest.raises(TypeError, match="across_ranks=True needs a tallyboard SummaryWriter"):
         TensorboardEventHandler(OnlyAddScalar(), across_ranks=True)
     with SummaryWriter(tmp_path) as w, pytest.raises(TypeError, match="torch_compat=False"):
         TensorboardEventHandler(w, across_ranks=True, torch_compat=True)

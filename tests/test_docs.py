@@ -7,10 +7,10 @@ The convention (also in docs/plugins.md, "Code blocks in these docs are tested")
   other language fails (so a ``py`` or ``shell`` block cannot slip through unrun).
 - A python block runs in its own ``python`` subprocess (this interpreter) with a fresh temporary
   working directory, so relative paths (``runs/...``) land there; ``examples`` in that directory
-  links to the repository's ``examples/`` and ``PLUGBOARD_REPO`` names the repository root. A
+  links to the repository's ``examples/`` and ``TALLYBOARD_REPO`` names the repository root. A
   bash/sh block runs with ``bash -euo pipefail`` in the same kind of directory; within a line,
   ``pip install ...`` steps are checked, not re-run (the package and its test extra are installed
-  here: a path must be a distribution, ``plugboard[x]``/``.[x]`` must name real extras, anything
+  here: a path must be a distribution, ``tallyboard[x]``/``.[x]`` must name real extras, anything
   else must be installed), and ``tensorboard --logdir D`` is started on a free 127.0.0.1 port,
   probed over HTTP for the runs under D, and stopped. ``console`` blocks run each ``$ `` line the
   same way and the lines shown after it must appear in its output.
@@ -20,10 +20,10 @@ The convention (also in docs/plugins.md, "Code blocks in these docs are tested")
   shell block so joined run one after the other in the same directory;
   ``<!-- docs-test: s3 -->``  runs against a moto S3 server on 127.0.0.1 with bucket ``bucket``
   (credentials and endpoint in the environment), which must hold objects afterwards;
-  ``<!-- docs-test: example -->``  the example plugin (examples/plugboard-example) is importable
+  ``<!-- docs-test: example -->``  the example plugin (examples/tallyboard-example) is importable
   and registered as the installed plugin ``example`` (console blocks: it is pip-installed);
   ``<!-- docs-test: fragment -->``  a piece of the example plugin: runs after
-  ``from plugboard_example import *`` (the names it uses but does not define are the tested
+  ``from tallyboard_example import *`` (the names it uses but does not define are the tested
   example's), so it must still execute;
   ``<!-- docs-test: pytest -->``  the block is a pytest module, run with ``python -m pytest``;
   ``<!-- docs-test: ci -->``  the README's test command: what .ci/run executes (checked to be exactly
@@ -178,14 +178,14 @@ def _s3_keys(env: dict[str, str]) -> list[str]:
 
 
 EXAMPLE_PRELUDE = (
-    "import plugboard_example as _ex\n"
-    "from plugboard.registry import add_plugin as _add\n"
+    "import tallyboard_example as _ex\n"
+    "from tallyboard.plugin.registry import add_plugin as _add\n"
     "_add(_ex, 'example')\n"
 )
 
 
 def _env(cwd: Path, marks: set[str], extra: dict[str, str]) -> dict[str, str]:
-    env = dict(os.environ, PLUGBOARD_REPO=str(ROOT), **extra)
+    env = dict(os.environ, TALLYBOARD_REPO=str(ROOT), **extra)
     env.pop("PYTHONWARNINGS", None)
     if marks & {"example", "fragment", "pytest"}:
         paths = [str(EXAMPLE), env.get("PYTHONPATH", "")]
@@ -217,7 +217,7 @@ def run_python(unit: list[Block], cwd: Path, env: dict[str, str]) -> None:
         _run(cmd, cwd, env, where)
         return
     if "fragment" in marks:
-        code = "from plugboard_example import *  # noqa\n" + code
+        code = "from tallyboard_example import *  # noqa\n" + code
     elif "example" in marks:
         code = EXAMPLE_PRELUDE + code
     _run([sys.executable, "-c", code], cwd, env, where)
@@ -238,7 +238,7 @@ def check_pip_install(args: list[str], where: str) -> None:
     reqs = [a for a in args if not a.startswith("-")]
     assert reqs, f"{where}: pip install of nothing"
     for req in reqs:
-        m = re.fullmatch(r"(\.|plugboard|\./[\w./-]+)(?:\[([\w,-]+)\])?", req)
+        m = re.fullmatch(r"(\.|tallyboard|\./[\w./-]+)(?:\[([\w,-]+)\])?", req)
         if m and m.group(1).startswith("./"):
             path = ROOT / m.group(1)
             assert (path / "pyproject.toml").is_file(), f"{where}: {req} is not a distribution"
@@ -246,9 +246,9 @@ def check_pip_install(args: list[str], where: str) -> None:
         if m:
             extras = set(filter(None, (m.group(2) or "").split(",")))
             assert extras <= _extras(), f"{where}: no extra {extras - _extras()} in pyproject"
-            assert metadata.version("plugboard")
+            assert metadata.version("tallyboard")
             for extra in extras:
-                needed = metadata.metadata("plugboard").get_all("Requires-Dist") or []
+                needed = metadata.metadata("tallyboard").get_all("Requires-Dist") or []
                 assert any(f'extra == "{extra}"' in r for r in needed), (where, extra)
             continue
         assert metadata.version(req), f"{where}: {req} is not installed"

@@ -12,8 +12,8 @@ import pytest
 import torch
 from google.protobuf import text_format
 from PIL import Image
-from plugboard import SummaryWriter
-from plugboard_embedding.methods import escape_tag, format_tsv
+from tallyboard import SummaryWriter
+from tallyboard_embedding.methods import escape_tag, format_tsv
 from tensorboard.plugins.projector import projector_config_pb2
 
 

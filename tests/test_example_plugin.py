@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 from conftest import load_run
-from plugboard import SummaryWriter
-from plugboard import warn as warn_module
-from plugboard.registry import get_registry, reset_registry
-from plugboard.writer import SinkWarning
+from tallyboard import SummaryWriter
+from tallyboard import warn as warn_module
+from tallyboard.faces.summary_writer import SinkWarning
+from tallyboard.plugin.registry import get_registry, reset_registry
 
-pytest_plugins = ["plugboard.testing"]
+pytest_plugins = ["tallyboard.testing"]
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "plugboard-example"
-DIST = "plugboard-example"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tallyboard-example"
+DIST = "tallyboard-example"
 
 
 def _installed() -> bool:
@@ -61,7 +61,7 @@ def example_installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
             capture_output=True,
             timeout=120,
         )
-        sys.modules.pop("plugboard_example", None)
+        sys.modules.pop("tallyboard_example", None)
         importlib.invalidate_caches()
     reset_registry()
 
@@ -76,7 +76,7 @@ def test_example_is_discovered(example_installed: None) -> None:
         ("interval", "textlog"),
         ("scalar", "textlog"),
     }
-    assert "plugboard_example" in sys.modules[reg.kinds["interval"].convert.__module__].__name__
+    assert "tallyboard_example" in sys.modules[reg.kinds["interval"].convert.__module__].__name__
 
 
 def test_example_kind_reaches_tensorboard(example_installed: None, logdir: Path) -> None:
@@ -108,7 +108,7 @@ def test_example_sink_with_builtin_sinks(
         "sink 'jsonl' cannot encode kind 'interval'; those values are not written there",
         "sink 'textlog' cannot encode kind 'text'; those values are not written there",
     ]
-    lines = (logdir / "plugboard.log").read_text().splitlines()
+    lines = (logdir / "tallyboard.log").read_text().splitlines()
     assert [line.split(" ", 1)[1] for line in lines] == [
         "step=1 loss = 0.5",
         "step=1 band in [1.0, 2.0]",
@@ -124,7 +124,7 @@ def test_example_sink_with_builtin_sinks(
 def test_example_sink_by_url(example_installed: None, tmp_path: Path) -> None:
     with SummaryWriter(tmp_path / "tb", sinks=["tfevents", f"textlog://{tmp_path / 'logs'}"]) as w:
         w.add_scalar("x", 1.0, 0)
-    assert (tmp_path / "logs" / "plugboard.log").read_text().endswith("step=0 x = 1.0\n")
+    assert (tmp_path / "logs" / "tallyboard.log").read_text().endswith("step=0 x = 1.0\n")
 
 
 def test_example_kind_in_memory_sink(
@@ -138,10 +138,10 @@ def test_example_kind_in_memory_sink(
 
 def test_cli_lists_the_example(example_installed: None) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "plugboard", "plugins"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "tallyboard", "plugins"], capture_output=True, text=True, timeout=60
     )
     lines = out.stdout.splitlines()
-    i = lines.index("example  (plugboard-example 0.1.0)  [loaded]")
+    i = lines.index("example  (tallyboard-example 0.1.0)  [loaded]")
     assert lines[i + 1 : i + 3] == ["    kinds: interval", "    sinks: textlog"]
 
 
@@ -149,7 +149,7 @@ def test_example_kind_through_the_summary_record_face(
     example_installed: None, logdir: Path
 ) -> None:
     import numpy as np
-    from plugboard import SummaryRecord
+    from tallyboard import SummaryRecord
 
     with (
         pytest.warns(UserWarning, match="interval"),  # the MindSpore files have no interval
@@ -158,7 +158,7 @@ def test_example_kind_through_the_summary_record_face(
         record.add_value("interval", "band", (0.25, 0.75))
         record.add_value("scalar", "loss", np.float32(0.5))
         record.record(4)
-    lines = [line.split(" ", 1)[1] for line in (logdir / "plugboard.log").read_text().splitlines()]
+    lines = [line.split(" ", 1)[1] for line in (logdir / "tallyboard.log").read_text().splitlines()]
     assert lines == ["step=4 band in [0.25, 0.75]", "step=4 loss = 0.5"]
     acc = load_run(logdir)
     assert [(e.step, e.value) for e in acc.Scalars("band/low")] == [(4, 0.25)]

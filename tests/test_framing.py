@@ -5,8 +5,8 @@ from __future__ import annotations
 import struct
 
 import pytest
-from plugboard import framing
-from plugboard.framing import CorruptRecord, crc32c_python, frame, mask, read_records
+from tallyboard.records import framing
+from tallyboard.records.framing import CorruptRecord, crc32c_python, frame, mask, read_records
 
 IMPLEMENTATIONS = [crc32c_python, framing.crc32c]
 

@@ -1,6 +1,6 @@
 """Batch framing under concurrency: many writers framing their first batches at once.
 
-The table-driven CRC of :func:`plugboard.framing.frame_fixed` builds its lookup tables on first
+The table-driven CRC of :func:`tallyboard.records.framing.frame_fixed` builds its lookup tables on first
 use. Several writer threads doing that at once used to leave a wrong table behind, and every
 scalar record after that carried a wrong CRC. Each case runs in a fresh interpreter (the tables
 are per process), with a tiny GIL switch interval so threads interleave often.
@@ -18,7 +18,7 @@ from pathlib import Path
 import crc32c
 import numpy as np
 import pytest
-from plugboard import framing
+from tallyboard.records import framing
 
 WRITERS = 8
 STEPS = 60
@@ -30,7 +30,8 @@ SCRIPT = textwrap.dedent(
     f"""
     import sys, threading
     sys.setswitchinterval(1e-6)
-    from plugboard import SummaryWriter, framing
+    from tallyboard import SummaryWriter
+    from tallyboard.records import framing
 
     log_dir = sys.argv[1]
     layouts = [

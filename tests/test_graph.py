@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import raw_events
 from nets import Net
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 from tensorboard.compat.proto import config_pb2, graph_pb2
 from torch import nn
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 from conftest import load_run, raw_events
-from plugboard import SummaryWriter
-from plugboard_histogram.compute import Histogram, default_bucket_edges, histogram_of, tf_bins
-from plugboard_histogram.tfevents import histogram_proto_bytes
+from tallyboard import SummaryWriter
+from tallyboard_histogram.compute import Histogram, default_bucket_edges, histogram_of, tf_bins
+from tallyboard_histogram.tfevents import histogram_proto_bytes
 from tensorboard.compat.proto.summary_pb2 import HistogramProto
 from torch.utils.tensorboard import summary as torch_summary
 
@@ -197,7 +197,7 @@ def test_hand_packed_proto_matches_protobuf():
 
 
 def test_encoder_accepts_raw_arrays_as_pooled_by_the_mindspore_face():
-    from plugboard_histogram.tfevents import encode
+    from tallyboard_histogram.tfevents import encode
     from tensorboard.compat.proto.event_pb2 import Event
 
     values = np.random.default_rng(5).standard_normal(300)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import load_run, raw_events
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 from tensorboard.plugins.hparams import api_pb2, plugin_data_pb2
 
 

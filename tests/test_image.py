@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import load_run, raw_events
 from PIL import Image
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 
 
 def decode(encoded: bytes) -> np.ndarray:
@@ -194,9 +194,9 @@ def test_many_images_many_steps(logdir):
     ("tag", "step"), [("x", 0), ("héllo/wörld", 300), ("t" * 200, -1), ("a", None)]
 )
 def test_hand_packed_event_matches_protobuf(tag, step):
-    from plugboard_image.codec import png_bytes
-    from plugboard_image.convert import ImagePayload
-    from plugboard_image.tfevents import encode
+    from tallyboard_image.codec import png_bytes
+    from tallyboard_image.convert import ImagePayload
+    from tallyboard_image.tfevents import encode
     from tensorboard.compat.proto import event_pb2, summary_pb2
 
     pixels = np.random.default_rng(8).integers(0, 256, (300, 200, 4), dtype=np.uint8)
@@ -213,7 +213,7 @@ def test_hand_packed_event_matches_protobuf(tag, step):
 
 
 def test_png_compresses_smooth_images_and_stores_noise():
-    from plugboard_image.codec import png_bytes
+    from tallyboard_image.codec import png_bytes
 
     y, x = np.mgrid[0:256, 0:256]
     smooth = np.stack([x, y, (x + y) // 2], axis=2).astype(np.uint8)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import load_run, raw_events
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 
 IMG = np.zeros((3, 4, 4), dtype=np.float32)
 

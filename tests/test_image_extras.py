@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import load_run, raw_events
 from PIL import Image
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 
 
 def png(encoded: bytes) -> np.ndarray:
@@ -190,7 +190,7 @@ def test_gray_video(logdir):
 
 
 def test_label_count_unlike_box_count_drops_the_labels_as_torch(logdir):
-    """torch draws the boxes without labels; plugboard also warns, at the caller's line."""
+    """torch draws the boxes without labels; tallyboard also warns, at the caller's line."""
     import sys
 
     img = np.random.default_rng(1).random((3, 48, 64), dtype=np.float32) * 0.5

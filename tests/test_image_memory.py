@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from conftest import load_run, raw_events
 from PIL import Image
-from plugboard import SummaryWriter, storage
-from plugboard.framing import read_records
-from plugboard.recordfile import RecordFile
-from plugboard.sinks import Deferred
-from plugboard_image import codec
+from tallyboard import SummaryWriter
+from tallyboard.plugin.sinks import Deferred
+from tallyboard.records import storage
+from tallyboard.records.framing import read_records
+from tallyboard.records.recordfile import RecordFile
+from tallyboard_image import codec
 
 MiB = 1 << 20
 

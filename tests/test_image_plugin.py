@@ -7,15 +7,15 @@ import sys
 
 import numpy as np
 from conftest import load_run, raw_events
-from plugboard import SummaryWriter, get_registry
+from tallyboard import SummaryWriter, get_registry
 
 
 def test_import_and_registry_stay_light():
     code = (
-        "import sys, plugboard_image, plugboard_audio\n"
+        "import sys, tallyboard_image, tallyboard_audio\n"
         "heavy = ('PIL', 'matplotlib', 'numpy', 'soundfile')\n"
         "print(*[m for m in heavy if m in sys.modules])\n"
-        "from plugboard import get_registry\n"
+        "from tallyboard import get_registry\n"
         "get_registry()\n"
         "print(*[m for m in heavy[:2] if m in sys.modules])\n"
     )
@@ -41,8 +41,8 @@ def test_kinds_methods_and_heavy_flag():
 
 
 def test_payload_passes_through_add_value(logdir):
-    from plugboard_audio.convert import AudioPayload
-    from plugboard_image.convert import ImagePayload
+    from tallyboard_audio.convert import AudioPayload
+    from tallyboard_image.convert import ImagePayload
 
     pixels = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4)
     with SummaryWriter(logdir) as w:
@@ -60,8 +60,8 @@ def test_payload_passes_through_add_value(logdir):
 
 
 def test_tfevents_encoders_accept_plain_arrays():
-    from plugboard_audio.tfevents import encode as encode_audio
-    from plugboard_image.tfevents import encode as encode_image
+    from tallyboard_audio.tfevents import encode as encode_audio
+    from tallyboard_image.tfevents import encode as encode_image
     from tensorboard.compat.proto import event_pb2
 
     image = event_pb2.Event.FromString(

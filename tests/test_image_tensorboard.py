@@ -7,7 +7,7 @@ import urllib.request
 
 import numpy as np
 from PIL import Image
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 from tb_server import tensorboard_server
 
 

@@ -1,4 +1,4 @@
-"""plugboard_keras.TensorBoard on Keras 3's torch backend, read back with EventAccumulator.
+"""tallyboard_keras.TensorBoard on Keras 3's torch backend, read back with EventAccumulator.
 
 Keras picks its backend once, at import, from ``KERAS_BACKEND``; so that no other test (or test
 order) can decide it, Keras runs in a child process with ``KERAS_BACKEND=torch``.
@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import load_run
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 from tb_server import tensorboard_server
 
 FIT = r"""
 import json, os, sys
 import keras
 import numpy as np
-import plugboard_keras
+import tallyboard_keras
 
 log_dir, out = sys.argv[1], sys.argv[2]
 keras.utils.set_random_seed(0)
@@ -38,7 +38,7 @@ model = keras.Sequential([
     keras.layers.Dense(1, activation="sigmoid"),
 ])
 model.compile(optimizer=keras.optimizers.SGD(0.05), loss="binary_crossentropy", metrics=["accuracy"])
-callback = plugboard_keras.TensorBoard(
+callback = tallyboard_keras.TensorBoard(
     log_dir, histogram_freq=1, write_images=True, update_freq=2, write_steps_per_second=True
 )
 history = model.fit(x, y, batch_size=16, epochs=3, validation_split=0.25, callbacks=[callback], verbose=0)
@@ -54,7 +54,7 @@ with open(out, "w") as f:
 """
 
 BAD = r"""
-import plugboard_keras
+import tallyboard_keras
 
 cases = [
     ({"update_freq": 0}, ValueError, "update_freq"),
@@ -67,7 +67,7 @@ cases = [
 ]
 for kwargs, error, word in cases:
     try:
-        plugboard_keras.TensorBoard(**kwargs)
+        tallyboard_keras.TensorBoard(**kwargs)
     except error as exc:
         assert word in str(exc), (kwargs, exc)
     else:

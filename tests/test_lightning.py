@@ -1,4 +1,4 @@
-"""PyTorch Lightning: PlugboardLogger, and Lightning's own TensorBoardLogger over plugboard's writer."""
+"""PyTorch Lightning: TallyboardLogger, and Lightning's own TensorBoardLogger over tallyboard's writer."""
 
 from __future__ import annotations
 
@@ -81,10 +81,10 @@ def _fit(logger: Any, steps: int = 6) -> Any:
     return trainer
 
 
-def test_trainer_writes_scalars_hparams_and_graph_through_plugboard_logger(tmp_path: Path) -> None:
-    from plugboard_lightning import PlugboardLogger
+def test_trainer_writes_scalars_hparams_and_graph_through_tallyboard_logger(tmp_path: Path) -> None:
+    from tallyboard_lightning import TallyboardLogger
 
-    logger = PlugboardLogger(tmp_path, log_graph=True)
+    logger = TallyboardLogger(tmp_path, log_graph=True)
     _fit(logger)
     assert logger.version == 0
     assert Path(logger.log_dir) == tmp_path / "lightning_logs" / "version_0"
@@ -106,14 +106,14 @@ def test_trainer_writes_scalars_hparams_and_graph_through_plugboard_logger(tmp_p
 
 
 def test_versions_increment_and_name_version_subdir(tmp_path: Path) -> None:
-    from plugboard_lightning import PlugboardLogger
+    from tallyboard_lightning import TallyboardLogger
 
-    first = PlugboardLogger(tmp_path, name="exp")
+    first = TallyboardLogger(tmp_path, name="exp")
     first.log_metrics({"a": 1.0}, step=0)
     first.finalize("success")
-    second = PlugboardLogger(tmp_path, name="exp")
+    second = TallyboardLogger(tmp_path, name="exp")
     assert (second.version, second.root_dir) == (1, str(tmp_path / "exp"))
-    named = PlugboardLogger(tmp_path, name="", version="trial", sub_dir="fold0")
+    named = TallyboardLogger(tmp_path, name="", version="trial", sub_dir="fold0")
     assert named.log_dir == str(tmp_path / "trial" / "fold0")
     named.log_metrics({"m": 2.0, "group": {"x": 1.0, "y": 2.0}}, step=3)
     named.finalize("success")
@@ -125,16 +125,16 @@ def test_sinks_reach_trainer_logs_and_ranks_above_zero_write_nothing(tmp_path: P
     import csv
 
     from lightning.pytorch.utilities.rank_zero import rank_zero_only
-    from plugboard_lightning import PlugboardLogger
+    from tallyboard_lightning import TallyboardLogger
 
-    logger = PlugboardLogger(tmp_path, sinks=["tfevents", "csv"], default_hp_metric=False)
+    logger = TallyboardLogger(tmp_path, sinks=["tfevents", "csv"], default_hp_metric=False)
     _fit(logger, steps=3)
     with open(Path(logger.log_dir) / "scalars.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [r["step"] for r in rows if r["tag"] == "train_loss"] == ["0", "1", "2"]
     assert "hp_metric" not in {r["tag"] for r in rows}
 
-    other = PlugboardLogger(tmp_path / "rank1")
+    other = TallyboardLogger(tmp_path / "rank1")
     rank_zero_only.rank = 1
     try:
         other.experiment.add_scalar("x", 1.0, 0)  # the no-op experiment
@@ -147,36 +147,36 @@ def test_sinks_reach_trainer_logs_and_ranks_above_zero_write_nothing(tmp_path: P
 
 
 def test_bad_arguments_raise_in_the_caller(tmp_path: Path) -> None:
-    from plugboard_lightning import PlugboardLogger
+    from tallyboard_lightning import TallyboardLogger
 
     with pytest.raises(TypeError, match="save_dir"):
-        PlugboardLogger(42)  # type: ignore[arg-type]
+        TallyboardLogger(42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="version"):
-        PlugboardLogger(tmp_path, version=1.5)  # type: ignore[arg-type]
+        TallyboardLogger(tmp_path, version=1.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="name"):
-        PlugboardLogger(tmp_path, name="../outside")
-    logger = PlugboardLogger(tmp_path)
+        TallyboardLogger(tmp_path, name="../outside")
+    logger = TallyboardLogger(tmp_path)
     with pytest.raises(TypeError, match="params"):
         logger.log_hyperparams(["lr"])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="value"):
         logger.log_metrics({"loss": "high"}, step=0)
     with pytest.raises(ValueError, match="sinks"):
-        PlugboardLogger(tmp_path, sinks=["nowhere"]).experiment  # noqa: B018
+        TallyboardLogger(tmp_path, sinks=["nowhere"]).experiment  # noqa: B018
     logger.finalize("success")
 
 
-def test_lightning_tensorboard_logger_runs_on_plugboard_writer(
+def test_lightning_tensorboard_logger_runs_on_tallyboard_writer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """TensorBoardLogger imports torch's SummaryWriter when it starts; point that at plugboard's."""
-    import plugboard
+    """TensorBoardLogger imports torch's SummaryWriter when it starts; point that at tallyboard's."""
+    import tallyboard
     import torch.utils.tensorboard
     from lightning.pytorch.loggers import TensorBoardLogger
 
-    monkeypatch.setattr(torch.utils.tensorboard, "SummaryWriter", plugboard.SummaryWriter)
+    monkeypatch.setattr(torch.utils.tensorboard, "SummaryWriter", tallyboard.SummaryWriter)
     logger = TensorBoardLogger(tmp_path, log_graph=True)
     _fit(logger)
-    assert isinstance(logger.experiment, plugboard.SummaryWriter)
+    assert isinstance(logger.experiment, tallyboard.SummaryWriter)
     acc = load_run(logger.log_dir)
     assert len(acc.Scalars("train_loss")) == 6
     assert [e.value for e in acc.Scalars("hp_metric")] == [-1.0]
@@ -190,15 +190,15 @@ def test_lightning_tensorboard_logger_runs_on_plugboard_writer(
     assert any(node.op == "aten::linear" for node in acc.Graph().node)
     [events] = [f for f in event_files(logger.log_dir)]
     assert events.name.startswith("events.out.tfevents.")
-    assert raw_events(logger.log_dir)[0].source_metadata.writer == "plugboard"
+    assert raw_events(logger.log_dir)[0].source_metadata.writer == "tallyboard"
 
 
-def test_plugboard_and_its_registry_import_neither_lightning_nor_transformers(
+def test_tallyboard_and_its_registry_import_neither_lightning_nor_transformers(
     tmp_path: Path,
 ) -> None:
     code = (
-        "import sys, plugboard\n"
-        f"plugboard.SummaryWriter({str(tmp_path)!r}).close()\n"
+        "import sys, tallyboard\n"
+        f"tallyboard.SummaryWriter({str(tmp_path)!r}).close()\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'lightning', 'pytorch_lightning', 'transformers'}))\n"
     )
@@ -211,12 +211,12 @@ def test_tensorboard_hparams_tab_shows_each_runs_own_metrics(tmp_path: Path) -> 
     """A real TensorBoard: two versions, each session's metric values are its own last losses."""
     import time
 
-    from plugboard_lightning import PlugboardLogger
+    from tallyboard_lightning import TallyboardLogger
     from tb_server import tensorboard_server
 
     last = {}
     for _ in range(2):
-        logger = PlugboardLogger(tmp_path)
+        logger = TallyboardLogger(tmp_path)
         _fit(logger, steps=3)
         last[f"lightning_logs/version_{logger.version}"] = (
             load_run(logger.log_dir).Scalars("train_loss")[-1].value
@@ -255,7 +255,7 @@ def test_tensorboard_hparams_tab_shows_each_runs_own_metrics(tmp_path: Path) -> 
 def test_standalone_pytorch_lightning_trainer_takes_the_logger(tmp_path: Path) -> None:
     import pytorch_lightning
     import torch
-    from plugboard_lightning import PlugboardLogger
+    from tallyboard_lightning import TallyboardLogger
     from torch.utils.data import DataLoader, TensorDataset
 
     class Tiny(pytorch_lightning.LightningModule):
@@ -271,7 +271,7 @@ def test_standalone_pytorch_lightning_trainer_takes_the_logger(tmp_path: Path) -
         def configure_optimizers(self) -> Any:
             return torch.optim.SGD(self.parameters(), lr=0.1)
 
-    logger = PlugboardLogger(tmp_path)
+    logger = TallyboardLogger(tmp_path)
     trainer = pytorch_lightning.Trainer(
         logger=logger,
         max_steps=3,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import load_run, raw_events
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 from tensorboard.plugins.mesh import plugin_data_pb2
 from tensorboard.util import tensor_util
 from torch.utils.tensorboard import summary as torch_summary

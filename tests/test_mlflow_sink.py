@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import load_run
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 from tb_server import free_port, stop_process_group
 
 
@@ -145,7 +145,7 @@ def test_values_still_queued_at_interpreter_exit_reach_mlflow(tmp_path: Path) ->
 
     code = (
         "import sys\n"
-        "from plugboard import SummaryWriter\n"
+        "from tallyboard import SummaryWriter\n"
         "w = SummaryWriter(sys.argv[1], sinks=['mlflow'])\n"
         "for i in range(2500):\n"
         "    w.add_scalar('x', float(i), i)\n"  # no flush, no close

@@ -6,10 +6,10 @@ import pickle
 import subprocess
 import sys
 
-import plugboard
-import plugboard.monitor as mon
 import pytest
-from plugboard.monitor import COUNT, MAX, MEAN, MIN, SUM, VALUE, Aggregation
+import tallyboard
+import tallyboard.monitor as mon
+from tallyboard.monitor import COUNT, MAX, MEAN, MIN, SUM, VALUE, Aggregation
 
 
 def test_members_order_and_values_match_torch():
@@ -27,7 +27,7 @@ def test_members_order_and_values_match_torch():
 def test_module_constants_are_the_members():
     assert tuple(Aggregation) == (VALUE, MEAN, COUNT, SUM, MAX, MIN)
     assert SUM is Aggregation.SUM and mon.SUM is Aggregation.SUM
-    assert plugboard.SUM is Aggregation.SUM
+    assert tallyboard.SUM is Aggregation.SUM
 
 
 def test_enum_semantics():
@@ -68,18 +68,18 @@ def test_public_names():
     }
     assert expected <= set(mon.__all__)
     for name in expected:
-        assert getattr(plugboard, name) is getattr(mon, name)
+        assert getattr(tallyboard, name) is getattr(mon, name)
     assert mon.STAT_EVENT == "torch.monitor.Stat"
     assert "str" in (mon.data_value_t.__doc__ or "")
 
 
 def test_import_is_cheap():
     code = (
-        "import sys, plugboard.monitor, plugboard\n"
-        "plugboard.Stat, plugboard.log_event\n"
+        "import sys, tallyboard.monitor, tallyboard\n"
+        "tallyboard.Stat, tallyboard.log_event\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
         "('torch', 'numpy', 'google', 'tensorboard', 'PIL', 'matplotlib'))\n"
         "assert not bad, bad\n"
-        "assert 'plugboard.registry' not in sys.modules\n"
+        "assert 'tallyboard.plugin.registry' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

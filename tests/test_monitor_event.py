@@ -10,7 +10,7 @@ from types import MappingProxyType
 
 import numpy as np
 import pytest
-from plugboard.monitor import Event
+from tallyboard.monitor import Event
 
 TS = datetime(2024, 1, 2, 3, 4, 5)
 

@@ -19,7 +19,7 @@ def test_open_stat_is_emitted_at_exit():
     proc = run_python(
         """
         from datetime import timedelta
-        import plugboard.monitor as m
+        import tallyboard.monitor as m
         m.register_event_handler(lambda e: print("EVENT", sorted(e.data.items())))
         s = m.Stat("left", [m.SUM, m.COUNT], timedelta(days=3650))
         s.add(2)
@@ -38,8 +38,8 @@ def test_stats_close_before_writers_at_exit(logdir):
     proc = run_python(
         f"""
         from datetime import timedelta
-        import plugboard.monitor as m
-        from plugboard import SummaryWriter
+        import tallyboard.monitor as m
+        from tallyboard import SummaryWriter
         writer = SummaryWriter({str(logdir)!r})
         m.register_event_handler(m.TensorboardEventHandler(writer))
         s = m.Stat("loss", [m.MEAN], timedelta(days=3650))
@@ -56,7 +56,7 @@ def test_handler_error_at_exit_is_reported_not_fatal():
     proc = run_python(
         """
         from datetime import timedelta
-        import plugboard.monitor as m
+        import tallyboard.monitor as m
         def bad(e):
             raise RuntimeError("boom at exit")
         seen = []
@@ -76,7 +76,7 @@ def test_handler_error_during_gc_is_reported_not_fatal():
         """
         import gc
         from datetime import timedelta
-        import plugboard.monitor as m
+        import tallyboard.monitor as m
         def bad(e):
             raise RuntimeError("boom in gc")
         m.register_event_handler(bad)
@@ -97,14 +97,14 @@ def test_closed_and_collected_stats_are_not_kept_alive():
         """
         import gc, weakref
         from datetime import timedelta
-        import plugboard.monitor as m
+        import tallyboard.monitor as m
         s = m.Stat("x", [m.SUM], timedelta(days=3650))
         s.add(1)
         ref = weakref.ref(s)
         del s
         gc.collect()
         assert ref() is None
-        from plugboard.monitor import stat
+        from tallyboard.monitor import stat
         assert len(stat._live) == 0
         print("OK")
         """

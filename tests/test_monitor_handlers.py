@@ -6,10 +6,10 @@ import threading
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
-import plugboard.monitor as mon
 import pytest
+import tallyboard.monitor as mon
 from monitor_support import TIMEOUT, clean_registry, run_with_timeout  # noqa: F401 - clean_registry: autouse
-from plugboard.monitor import (
+from tallyboard.monitor import (
     COUNT,
     SUM,
     Event,
@@ -19,7 +19,7 @@ from plugboard.monitor import (
     register_event_handler,
     unregister_event_handler,
 )
-from plugboard.monitor import handlers as handlers_mod
+from tallyboard.monitor import handlers as handlers_mod
 
 TS = datetime(2024, 1, 2, 3, 4, 5)
 
@@ -210,7 +210,7 @@ def test_stat_events_reach_every_handler_as_the_same_object():
 
 
 def test_plugin_handlers_attach_lazily_on_first_dispatch(monkeypatch):
-    from plugboard import registry
+    from tallyboard.plugin import registry
 
     plugin_seen = []
     calls = []
@@ -232,7 +232,7 @@ def test_plugin_handlers_attach_lazily_on_first_dispatch(monkeypatch):
 
 
 def test_plugin_handlers_attach_on_first_stat_event(monkeypatch):
-    from plugboard import registry
+    from tallyboard.plugin import registry
 
     plugin_seen = []
     monkeypatch.setattr(
@@ -245,7 +245,7 @@ def test_plugin_handlers_attach_on_first_stat_event(monkeypatch):
 
 
 def test_broken_registry_warns_and_dispatch_goes_on(monkeypatch):
-    from plugboard import registry
+    from tallyboard.plugin import registry
 
     def boom():
         raise RuntimeError("no registry")
@@ -261,7 +261,8 @@ def test_broken_registry_warns_and_dispatch_goes_on(monkeypatch):
 
 def test_real_registry_handlers_are_attached():
     """A plugin registering through the real hook reaches log_event."""
-    from plugboard import hookimpl, registry
+    from tallyboard import hookimpl
+    from tallyboard.plugin import registry
 
     seen = []
 
@@ -285,7 +286,7 @@ def test_exit_with_handlers_registered_is_clean():
     import sys
 
     code = (
-        "import plugboard.monitor as m, datetime\n"
+        "import tallyboard.monitor as m, datetime\n"
         "m.register_event_handler(print)\n"
         "m.log_event(m.Event('bye', datetime.datetime(2024, 1, 1), {}))\n"
     )

@@ -13,7 +13,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 from monitor_support import clean_registry, run_with_timeout  # noqa: F401 - clean_registry: autouse
-from plugboard.monitor import (
+from tallyboard.monitor import (
     COUNT,
     MAX,
     MEAN,
@@ -24,8 +24,8 @@ from plugboard.monitor import (
     Stat,
     register_event_handler,
 )
-from plugboard.monitor import handlers as handlers_mod
-from plugboard.monitor import stat as stat_mod
+from tallyboard.monitor import handlers as handlers_mod
+from tallyboard.monitor import stat as stat_mod
 
 LONG = timedelta(days=3650)  # real-clock tests never see a window boundary
 SEC = timedelta(seconds=1)

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from conftest import load_run
 from monitor_support import clean_registry  # noqa: F401 - autouse fixture
-from plugboard import SummaryWriter
-from plugboard.monitor import (
+from tallyboard import SummaryWriter
+from tallyboard.monitor import (
     COUNT,
     STAT_EVENT,
     SUM,

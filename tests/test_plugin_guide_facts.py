@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import load_run
-from plugboard import Kind, SinkSpec, SummaryRecord, SummaryWriter, hookimpl
-from plugboard import warn as warn_module
-from plugboard.writer import SinkWarning
+from tallyboard import Kind, SinkSpec, SummaryRecord, SummaryWriter, hookimpl
+from tallyboard import warn as warn_module
+from tallyboard.faces.summary_writer import SinkWarning
 
-pytest_plugins = ["plugboard.testing"]
+pytest_plugins = ["tallyboard.testing"]
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def test_plugin_kind_through_summary_record_reaches_other_sinks_and_mindspore_wa
 
 def test_plugins_json_format() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "plugboard", "plugins", "--json"],
+        [sys.executable, "-m", "tallyboard", "plugins", "--json"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,4 +1,4 @@
-"""plugboard.testing: the fixtures plugin authors get, used as they would use them."""
+"""tallyboard.testing: the fixtures plugin authors get, used as they would use them."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from plugboard import Kind, SummaryWriter, hookimpl, hookspecs
-from plugboard.registry import get_registry
+from tallyboard import Kind, SummaryWriter, hookimpl
+from tallyboard.plugin import hookspecs
+from tallyboard.plugin.registry import get_registry
 
-pytest_plugins = ["plugboard.testing"]
+pytest_plugins = ["tallyboard.testing"]
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
 
 
@@ -36,13 +37,13 @@ def test_register_plugin_is_temporary(register_plugin: Any, logdir: Path, memory
     assert memory_sink.values("t") == [(1, "HEY"), (2, "YOU")]
 
 
-def test_after_the_test_the_plugin_is_gone(plugboard_registry: Any) -> None:
-    assert "shout" not in plugboard_registry.kinds and "memory" not in plugboard_registry.sinks
-    assert plugboard_registry is get_registry()
+def test_after_the_test_the_plugin_is_gone(tallyboard_registry: Any) -> None:
+    assert "shout" not in tallyboard_registry.kinds and "memory" not in tallyboard_registry.sinks
+    assert tallyboard_registry is get_registry()
 
 
 def test_memory_sink_records_every_kind_as_given(logdir: Path, memory_sink: Any) -> None:
-    from plugboard.testing import Record  # imported late: pytest_plugins must load it first
+    from tallyboard.testing import Record  # imported late: pytest_plugins must load it first
 
     with SummaryWriter(logdir, sinks=["memory", "tfevents"]) as w:
         w.add_scalar("loss", 0.5, 3, walltime=100.0)
@@ -75,8 +76,8 @@ def test_every_hook_has_a_docstring_and_is_documented() -> None:
 
 
 def test_contract_version_is_exposed() -> None:
-    import plugboard
+    import tallyboard
 
-    assert plugboard.CONTRACT_VERSION == hookspecs.CONTRACT_VERSION == 1
+    assert tallyboard.CONTRACT_VERSION == hookspecs.CONTRACT_VERSION == 1
     with pytest.raises(AttributeError):
-        plugboard.not_a_thing  # noqa: B018
+        tallyboard.not_a_thing  # noqa: B018

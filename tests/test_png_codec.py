@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 import pytest
 from PIL import Image
-from plugboard_image import codec
+from tallyboard_image import codec
 
 
 def decode(data: bytes) -> np.ndarray:

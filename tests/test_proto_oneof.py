@@ -1,6 +1,6 @@
 """A field inside a oneof has presence: its zero value is written and read back (protobuild).
 
-Every message built with ``plugboard.protobuild`` is checked: each oneof member, set to its zero
+Every message built with ``tallyboard.records.protobuild`` is checked: each oneof member, set to its zero
 value, survives serialization and parsing by TensorBoard's own protobuf classes, and the built
 messages declare exactly the oneofs of those classes.
 """
@@ -10,15 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import plugboard_custom_scalars.tfevents as cs
-import plugboard_graph.proto as graph
-import plugboard_hparams.proto as hparams
-import plugboard_lineage.messages as lineage
-import plugboard_tfevents.proto as tf
 import pytest
+import tallyboard_custom_scalars.tfevents as cs
+import tallyboard_graph.proto as graph
+import tallyboard_hparams.proto as hparams
+import tallyboard_lineage.messages as lineage
+import tallyboard_tfevents.proto as tf
 from conftest import load_run
 from google.protobuf.descriptor import FieldDescriptor
-from plugboard.protobuild import build
+from tallyboard.records.protobuild import build
 from tensorboard.compat.proto import attr_value_pb2, event_pb2, summary_pb2
 from tensorboard.plugins.custom_scalar import layout_pb2
 from tensorboard.plugins.hparams import api_pb2, plugin_data_pb2
@@ -111,7 +111,7 @@ def test_zero_values_of_mindspore_oneof_members_survive() -> None:
 
 
 def test_event_accumulator_sees_a_zero_scalar(tmp_path: Path) -> None:
-    from plugboard import SummaryWriter
+    from tallyboard import SummaryWriter
 
     with SummaryWriter(tmp_path) as w:
         w.add_summary(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from conftest import load_run, raw_events
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 
 
 def test_file_writer_takes_tensorboard_protobufs(logdir: Path) -> None:
@@ -32,8 +32,8 @@ def test_file_writer_takes_tensorboard_protobufs(logdir: Path) -> None:
     assert writer._closed
 
 
-def test_plugboard_and_torch_messages_and_bytes_are_accepted(logdir: Path) -> None:
-    from plugboard_tfevents.proto import Summary, SummaryValue
+def test_tallyboard_and_torch_messages_and_bytes_are_accepted(logdir: Path) -> None:
+    from tallyboard_tfevents.proto import Summary, SummaryValue
     from torch.utils.tensorboard.summary import scalar
 
     with SummaryWriter(logdir) as writer:
@@ -62,7 +62,7 @@ def test_bad_protobuf_input_raises_in_the_caller(logdir: Path) -> None:
 
 
 def test_a_sink_without_an_encoder_is_told_once(logdir: Path) -> None:
-    from plugboard.writer import SinkWarning
+    from tallyboard.faces.summary_writer import SinkWarning
     from tensorboard.compat.proto.summary_pb2 import Summary
 
     with (

@@ -1,4 +1,4 @@
-"""plugboard.read and the readers: round trips, damaged and live files, fsspec URLs, bad input."""
+"""tallyboard.read and the readers: round trips, damaged and live files, fsspec URLs, bad input."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ import fsspec
 import numpy as np
 import pytest
 from conftest import event_files, load_run
-from plugboard import SummaryWriter, read
-from plugboard.framing import frame
-from plugboard.readers import Batch, ReadWarning, RunReader
+from tallyboard import SummaryWriter, read
+from tallyboard.plugin.readers import Batch, ReadWarning
+from tallyboard.reading.runs import RunReader
+from tallyboard.records.framing import frame
 
-pytest_plugins = ["plugboard.testing"]
+pytest_plugins = ["tallyboard.testing"]
 
 
 def _write(path: Path, n: int = 100, tags: tuple[str, ...] = ("loss", "acc")) -> None:
@@ -25,7 +26,7 @@ def _write(path: Path, n: int = 100, tags: tuple[str, ...] = ("loss", "acc")) ->
                 w.add_scalar(tag, i * 0.5 + k, i)
 
 
-def test_plugboard_scalars_round_trip_match_event_accumulator(tmp_path: Path) -> None:
+def test_tallyboard_scalars_round_trip_match_event_accumulator(tmp_path: Path) -> None:
     _write(tmp_path / "a")
     _write(tmp_path / "b" / "seed1", n=10, tags=("loss",))
     df = read(str(tmp_path))
@@ -63,7 +64,7 @@ def test_torch_and_tensorboardx_scalars_read_back(tmp_path: Path) -> None:
 
 
 def test_tensor_style_scalar_decoded_by_scalar_kind(tmp_path: Path) -> None:
-    from plugboard_tfevents import proto
+    from tallyboard_tfevents import proto
 
     run = tmp_path / "tf2"
     run.mkdir()
@@ -104,7 +105,7 @@ def _steps(batch: Batch) -> list[int]:
 
 
 def _scalar_event(tag: str, step: int, value: float) -> bytes:
-    from plugboard_tfevents import proto
+    from tallyboard_tfevents import proto
 
     return proto.Event(
         wall_time=5.0,
@@ -206,7 +207,7 @@ def test_bulk_decoded_runs_keep_steps_of_every_varint_size_and_non_ascii_tags(
 def test_records_straddling_chunk_boundaries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from plugboard_tfevents import reader
+    from tallyboard_tfevents import reader
 
     events = [(f"t{i % 3}", i, float(i)) for i in range(500)]
     (tmp_path / "events.out.tfevents.1.x").write_bytes(_frames(events))
@@ -254,8 +255,8 @@ def test_scalar_table_peak_memory_is_under_twice_the_table(tmp_path: Path) -> No
 def test_a_decoder_that_raises_is_reported_and_the_read_goes_on(
     tmp_path: Path, register_plugin: Any
 ) -> None:
-    from plugboard import hookimpl
-    from plugboard_tfevents.proto import Event, SummaryValue, metadata
+    from tallyboard import hookimpl
+    from tallyboard_tfevents.proto import Event, SummaryValue, metadata
 
     class BrokenDecoder:
         @hookimpl
@@ -288,7 +289,7 @@ def test_a_record_longer_than_a_chunk_is_read_in_one_call(
 ) -> None:
     import io
 
-    from plugboard_tfevents import reader
+    from tallyboard_tfevents import reader
 
     text = "x" * 50_000
     with SummaryWriter(str(tmp_path)) as w:

@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import load_run
-from plugboard import SummaryWriter, read
-from plugboard.readers import Batch, ReadWarning, RunReader
+from tallyboard import SummaryWriter, read
+from tallyboard.plugin.readers import Batch, ReadWarning
+from tallyboard.reading.runs import RunReader
 
 TAGS = ("loss", "a,b", 'say "hi"', "two\nlines", "ünï")
 
@@ -204,7 +205,7 @@ def test_csv_malformed_rows_warn_with_offset_and_reading_goes_on(tmp_path: Path)
 
 def test_csv_with_another_header_is_reported_and_skipped(tmp_path: Path) -> None:
     (tmp_path / "scalars.csv").write_text("run,tag,step,wall_time,value\n.,x,1,1.0,2.0\n")
-    with pytest.warns(ReadWarning, match="not a plugboard scalars CSV.*at offset 0"):
+    with pytest.warns(ReadWarning, match="not a tallyboard scalars CSV.*at offset 0"):
         assert read(str(tmp_path)).empty
 
 
@@ -274,7 +275,7 @@ def test_rows_straddling_tiny_chunks_read_the_same(
     _, csv, jsonl = _split_sinks(tmp_path, _log_scalars)
     path = str(csv if fmt == "csv" else jsonl)
     whole = read(path)
-    from plugboard.readers import ChunkedFileReader
+    from tallyboard.plugin.readers import ChunkedFileReader
 
     for chunk in (1, 7, 64):
         monkeypatch.setattr(ChunkedFileReader, "chunk_size", chunk)
@@ -285,14 +286,14 @@ def test_rows_straddling_tiny_chunks_read_the_same(
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
 def test_remote_part_objects_are_read_in_order(fmt: str) -> None:
-    url = f"memory://plugboard-read-tests-{fmt}/run"
+    url = f"memory://tallyboard-read-tests-{fmt}/run"
     with SummaryWriter(url, sinks=[fmt]) as w:
         for i in range(30):
             w.add_scalar("x", float(i), i)
             if i % 10 == 9:
                 w.flush()
     fs = fsspec.filesystem("memory")
-    names = {p.rsplit("/", 1)[1] for p in fs.find(f"/plugboard-read-tests-{fmt}/run")}
+    names = {p.rsplit("/", 1)[1] for p in fs.find(f"/tallyboard-read-tests-{fmt}/run")}
     name = "scalars.csv" if fmt == "csv" else "records.jsonl"
     assert {name, f"{name}.part00000001", f"{name}.part00000002"} <= names
     try:
@@ -301,11 +302,11 @@ def test_remote_part_objects_are_read_in_order(fmt: str) -> None:
             df = read(url)
         assert df["step"].tolist() == list(range(30))
     finally:
-        fs.rm(f"/plugboard-read-tests-{fmt}", recursive=True)
+        fs.rm(f"/tallyboard-read-tests-{fmt}", recursive=True)
 
 
 def test_csv_unclosed_quote_is_damage_in_that_row_only(tmp_path: Path) -> None:
-    from plugboard_csv.reader import MAX_QUOTED
+    from tallyboard_csv.reader import MAX_QUOTED
 
     head = b'wall_time,step,tag,value\n1.0,0,"open,1.0\n'
     rows = b"".join(b"1.0,%d,x,%d.5\n" % (i, i) for i in range(1, MAX_QUOTED // 8))

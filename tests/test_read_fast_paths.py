@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 from conftest import event_files, load_run, raw_events
-from plugboard import SummaryWriter, read
-from plugboard.framing import frame
-from plugboard.readers import Batch, ReadWarning, RunReader
+from tallyboard import SummaryWriter, read
+from tallyboard.plugin.readers import Batch, ReadWarning
+from tallyboard.reading.runs import RunReader
+from tallyboard.records.framing import frame
 
 Row = tuple[str, int, float, float]
 TAGS = ("loss", "acc", "lr", "grad_norm/λ")  # different lengths, one not ASCII
@@ -47,8 +48,8 @@ def _tb_rows(run: Path) -> list[Row]:
 
 def _slow_rows(run: Path) -> list[Row]:
     """The same files decoded record by record by the reader's protobuf (slow) path."""
-    from plugboard.registry import get_registry
-    from plugboard_tfevents.reader import EventFileReader
+    from tallyboard.plugin.registry import get_registry
+    from tallyboard_tfevents.reader import EventFileReader
 
     decoders = {k: fn for (fmt, k), fn in get_registry().decoders.items() if fmt == "tfevents"}
     out: list[Row] = []
@@ -185,7 +186,7 @@ def _tensorboard_records(n: int) -> tuple[bytes, list[Row]]:
 def test_scalars_the_slow_path_decodes_keep_their_place_among_bulk_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from plugboard_tfevents import reader
+    from tallyboard_tfevents import reader
 
     data, want = _tensorboard_records(3000)
     (tmp_path / "events.out.tfevents.1.x").write_bytes(data)
@@ -201,7 +202,7 @@ def test_scalars_the_slow_path_decodes_keep_their_place_among_bulk_ones(
 def test_cycles_straddling_chunk_boundaries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
-    from plugboard_tfevents import reader
+    from tallyboard_tfevents import reader
 
     _write_cycle(tmp_path)
     monkeypatch.setattr(reader.EventFileReader, "chunk_size", chunk)

@@ -1,4 +1,4 @@
-"""plugboard.read for histograms, text and images: plugboard, torch and tensorboardX files."""
+"""tallyboard.read for histograms, text and images: tallyboard, torch and tensorboardX files."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 from conftest import load_run
-from plugboard import SummaryWriter, read
+from tallyboard import SummaryWriter, read
 
 
 def _writers() -> list[tuple[str, type]]:
@@ -15,7 +15,7 @@ def _writers() -> list[tuple[str, type]]:
     from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
     return [
-        ("plugboard", SummaryWriter),
+        ("tallyboard", SummaryWriter),
         ("torch", TorchWriter),
         ("tbx", tensorboardX.SummaryWriter),
     ]
@@ -29,7 +29,7 @@ def test_histograms_match_event_accumulator(tmp_path: Path) -> None:
             w.add_histogram("w", rng.normal(size=200) + step, step)
         w.close()
     df = read(str(tmp_path), kind="histogram")
-    assert sorted(df["run"].unique()) == ["plugboard", "tbx", "torch"]
+    assert sorted(df["run"].unique()) == ["tallyboard", "tbx", "torch"]
     for name, _ in _writers():
         got = df[df.run == name].sort_values("step")
         want = load_run(tmp_path / name).Histograms("w")
@@ -71,8 +71,8 @@ def test_images_metadata_and_bytes_decode_on_demand(tmp_path: Path) -> None:
         w.add_image("pic", img, 4)
         w.close()
     df = read(str(tmp_path), kind="image", table="arrow").to_pandas()
-    assert sorted(df["run"]) == ["plugboard", "torch"]
-    for name in ("plugboard", "torch"):
+    assert sorted(df["run"]) == ["tallyboard", "torch"]
+    for name in ("tallyboard", "torch"):
         row = df[df.run == name].iloc[0]
         want = load_run(tmp_path / name).Images("pic")[0]
         assert (row["width"], row["height"], row["step"]) == (7, 5, 4)
@@ -90,7 +90,7 @@ def test_unknown_kind_gives_empty_table(tmp_path: Path) -> None:
     assert df.empty and list(df.columns) == ["run", "tag", "step", "wall_time"]
 
 
-def test_audio_round_trip_plugboard_and_torch(tmp_path: Path) -> None:
+def test_audio_round_trip_tallyboard_and_torch(tmp_path: Path) -> None:
     import wave
 
     snd = (np.sin(np.arange(800) / 5.0) * 0.5).astype(np.float32)
@@ -99,7 +99,7 @@ def test_audio_round_trip_plugboard_and_torch(tmp_path: Path) -> None:
         w.add_audio("sound", snd, 2, sample_rate=8000)
         w.close()
     df = read(str(tmp_path), kind="audio")
-    for name in ("plugboard", "torch"):
+    for name in ("tallyboard", "torch"):
         row = df[df.run == name].iloc[0]
         want = load_run(tmp_path / name).Audio("sound")[0]
         assert (row["sample_rate"], row["step"]) == (8000.0, 2)
@@ -138,7 +138,7 @@ def test_hparams_one_row_per_run_with_final_metrics(tmp_path: Path) -> None:
         w.add_hparams({"lr": 0.1, "opt": "adam", "deep": True}, {"acc": 0.75}, run_name="h")
         w.close()
     df = read(str(tmp_path), kind="hparams")
-    assert sorted(df["run"]) == ["plugboard/h", "torch/h"]
+    assert sorted(df["run"]) == ["tallyboard/h", "torch/h"]
     for _, row in df.iterrows():
         assert (row["lr"], row["opt"], row["deep"], row["acc"]) == (0.1, "adam", True, 0.75)
 

@@ -1,4 +1,4 @@
-"""plugboard.read for pr_curve, mesh, custom_scalars and graph: plugboard, torch, tensorboardX files,
+"""tallyboard.read for pr_curve, mesh, custom_scalars and graph: tallyboard, torch, tensorboardX files,
 each compared with what TensorBoard's EventAccumulator, plugin protos and tensor_util give."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import load_run
-from plugboard import SummaryWriter, read
+from tallyboard import SummaryWriter, read
 
 
 def _writers() -> list[tuple[str, type]]:
@@ -17,7 +17,7 @@ def _writers() -> list[tuple[str, type]]:
     from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
     return [
-        ("plugboard", SummaryWriter),
+        ("tallyboard", SummaryWriter),
         ("torch", TorchWriter),
         ("tbx", tensorboardX.SummaryWriter),
     ]
@@ -192,8 +192,8 @@ def test_event_field_decoders_see_events_and_summary_decoders_never_do(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A decoder naming an ``event_field`` gets whole Events of that field, nothing else."""
-    from plugboard.readers import RunReader
-    from plugboard.registry import get_registry
+    from tallyboard.plugin.registry import get_registry
+    from tallyboard.reading.runs import RunReader
 
     seen: list[str] = []
 
@@ -202,7 +202,7 @@ def test_event_field_decoders_see_events_and_summary_decoders_never_do(
         return {"tag": "log", "message": event.log_message.message}
 
     log_messages.event_field = "log_message"  # type: ignore[attr-defined]
-    from plugboard_tfevents.proto import Event
+    from tallyboard_tfevents.proto import Event
 
     with SummaryWriter(str(tmp_path)) as w:
         w.add_text("t", "hello", 1)
@@ -218,8 +218,15 @@ def test_event_field_decoders_see_events_and_summary_decoders_never_do(
 
 
 def test_malformed_pr_curve_tensor_is_not_a_pr_curve(tmp_path: Path) -> None:
-    from plugboard_pr_curve.tfevents import PrCurvePluginData
-    from plugboard_tfevents.proto import DT_FLOAT, Event, SummaryValue, TensorProto, metadata, shape
+    from tallyboard_pr_curve.tfevents import PrCurvePluginData
+    from tallyboard_tfevents.proto import (
+        DT_FLOAT,
+        Event,
+        SummaryValue,
+        TensorProto,
+        metadata,
+        shape,
+    )
 
     content = PrCurvePluginData(num_thresholds=3).SerializeToString()
     bad = TensorProto(dtype=DT_FLOAT, tensor_shape=shape([5, 3]), float_val=[0.0] * 15)
@@ -277,7 +284,7 @@ def test_embeddings_match_projector_config_and_tensor_files(tmp_path: Path) -> N
 
 
 def test_embeddings_read_again_yield_only_new_entries(tmp_path: Path) -> None:
-    from plugboard.readers import RunReader
+    from tallyboard.reading.runs import RunReader
 
     mat = np.eye(3)
     with SummaryWriter(str(tmp_path)) as w:
@@ -293,7 +300,7 @@ def test_embeddings_read_again_yield_only_new_entries(tmp_path: Path) -> None:
 
 
 def test_embedding_with_missing_tensor_file_is_reported_and_others_read(tmp_path: Path) -> None:
-    from plugboard.readers import ReadWarning
+    from tallyboard.plugin.readers import ReadWarning
 
     with SummaryWriter(str(tmp_path)) as w:
         w.add_embedding(np.eye(2), global_step=1)
@@ -308,7 +315,7 @@ def test_convert_rewrites_pr_curves_layouts_and_graphs_as_tensorboard_reads_them
     tmp_path: Path,
 ) -> None:
     import torch
-    from plugboard import convert
+    from tallyboard import convert
     from tensorboard.util import tensor_util
     from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
@@ -339,7 +346,7 @@ def test_convert_rewrites_pr_curves_layouts_and_graphs_as_tensorboard_reads_them
 
 
 def test_unparsable_plugin_data_never_stops_a_read(tmp_path: Path) -> None:
-    from plugboard_tfevents.proto import (
+    from tallyboard_tfevents.proto import (
         DT_FLOAT,
         DT_STRING,
         Event,

@@ -1,7 +1,7 @@
-"""Reading MindSpore summary files back: plugboard.read agrees with the independent reader.
+"""Reading MindSpore summary files back: tallyboard.read agrees with the independent reader.
 
-Files are written with plugboard's SummaryRecord (and a SummaryWriter with the mindspore sink);
-every value read is compared with tests/mindspore_reader.py, which shares no code with plugboard.
+Files are written with tallyboard's SummaryRecord (and a SummaryWriter with the mindspore sink);
+every value read is compared with tests/mindspore_reader.py, which shares no code with tallyboard.
 """
 
 from __future__ import annotations
@@ -17,15 +17,16 @@ from typing import Any
 import mindspore_reader as msr
 import numpy as np
 import pandas as pd
-import plugboard
 import pytest
+import tallyboard
 from PIL import Image
-from plugboard import SummaryRecord, SummaryWriter, hookimpl
-from plugboard.framing import frame
-from plugboard.ops import ScalarSummary
-from plugboard.readers import ReadWarning, RunReader
+from tallyboard import SummaryRecord, SummaryWriter, hookimpl
+from tallyboard.faces.ops import ScalarSummary
+from tallyboard.plugin.readers import ReadWarning
+from tallyboard.reading.runs import RunReader
+from tallyboard.records.framing import frame
 
-pytest_plugins = ["plugboard.testing"]
+pytest_plugins = ["tallyboard.testing"]
 
 
 def summary_file(run: Path) -> Path:
@@ -88,7 +89,7 @@ def test_scalars_of_train_and_eval_runs_agree_with_the_independent_reader(tmp_pa
     write_runs(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        df = plugboard.read(str(tmp_path))
+        df = tallyboard.read(str(tmp_path))
     assert list(df.columns) == ["run", "tag", "step", "wall_time", "value"]
     for run in ("train", "eval"):
         got = df[df.run == run]
@@ -108,7 +109,7 @@ def test_steps_of_every_varint_size_and_non_ascii_tags_in_bulk_runs(tmp_path: Pa
                 record.record(start + i)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        df = plugboard.read(str(tmp_path))
+        df = tallyboard.read(str(tmp_path))
     want = reference(tmp_path, ".", "scalar_value")
     assert len(want) == 480 and list(zip(df.step, df.tag, df.wall_time, df.value)) == want
 
@@ -123,7 +124,7 @@ def test_runs_of_alike_records_broken_anywhere_read_every_value(tmp_path: Path) 
             if step == 70:
                 record.add_value("histogram", "h", np.arange(10.0))
             record.record(step)
-    df = plugboard.read(str(tmp_path))
+    df = tallyboard.read(str(tmp_path))
     assert list(zip(df.step, df.tag, df.wall_time, df.value)) == reference(
         tmp_path, ".", "scalar_value"
     )
@@ -132,7 +133,7 @@ def test_runs_of_alike_records_broken_anywhere_read_every_value(tmp_path: Path) 
 
 def test_images_tensors_and_histograms_agree_with_the_independent_reader(tmp_path: Path) -> None:
     write_runs(tmp_path)
-    images = plugboard.read(str(tmp_path), kind="image")
+    images = tallyboard.read(str(tmp_path), kind="image")
     want_images = reference(tmp_path, "train", "image")
     assert len(images) == len(want_images) == 3
     for row, (step, tag, wall, image) in zip(images.itertuples(), want_images):
@@ -145,7 +146,7 @@ def test_images_tensors_and_histograms_agree_with_the_independent_reader(tmp_pat
         assert row.data == image.encoded_image
         assert Image.open(io.BytesIO(row.data)).size == (image.width, image.height)
 
-    tensors = plugboard.read(str(tmp_path), kind="tensor")
+    tensors = tallyboard.read(str(tmp_path), kind="tensor")
     want_tensors = reference(tmp_path, "train", "tensor")
     assert len(tensors) == len(want_tensors) == 9
     names = {v: k.lower()[3:] for k, v in msr.DATA_TYPES.items()}
@@ -162,7 +163,7 @@ def test_images_tensors_and_histograms_agree_with_the_independent_reader(tmp_pat
     ]
     assert tensors[tensors.tag == "mask"].value.iloc[1].tolist() == [True, False, True]
 
-    hists = plugboard.read(str(tmp_path), kind="histogram")
+    hists = tallyboard.read(str(tmp_path), kind="histogram")
     want_hists = reference(tmp_path, "train", "histogram") + reference(
         tmp_path, "eval", "histogram"
     )
@@ -200,16 +201,16 @@ def test_tfevents_and_mindspore_files_side_by_side_give_the_same_rows(tmp_path: 
             w.add_histogram("h", values * (step + 1), step)
             w.add_image("img", img, step)
     # one run holding the same values twice is read once, in event files, unless asked
-    scalars = plugboard.read(str(tmp_path))
+    scalars = tallyboard.read(str(tmp_path))
     assert scalars.step.tolist() == [0, 1, 2] and set(scalars.run) == {"."}
     assert scalars.value.tolist() == [0.0, 0.5, 1.0]
-    ms_only = plugboard.read(str(tmp_path), formats="mindspore")
+    ms_only = tallyboard.read(str(tmp_path), formats="mindspore")
     assert ms_only.value.tolist() == [0.0, 0.5, 1.0]
-    both = plugboard.read(str(tmp_path), formats=["tfevents", "mindspore"])
+    both = tallyboard.read(str(tmp_path), formats=["tfevents", "mindspore"])
     assert both.step.tolist() == [0, 1, 2, 0, 1, 2]
     assert both.value.tolist() == [0.0, 0.5, 1.0] * 2
 
-    hists = plugboard.read(str(tmp_path), kind="histogram", formats=["tfevents", "mindspore"])
+    hists = tallyboard.read(str(tmp_path), kind="histogram", formats=["tfevents", "mindspore"])
     assert len(hists) == 6
     ms = hists[
         hists.nan_count.notna()
@@ -221,8 +222,8 @@ def test_tfevents_and_mindspore_files_side_by_side_give_the_same_rows(tmp_path: 
         assert a.bucket[1:] == b.bucket[1:] and a.bucket[0] == 0.0
         assert (a.min, a.max, a.num, a.sum, a.step) == (b.min, b.max, b.num, b.sum, b.step)
 
-    assert len(plugboard.read(str(tmp_path), kind="histogram")) == 3
-    images = plugboard.read(str(tmp_path), kind="image", formats=["mindspore", "tfevents"])
+    assert len(tallyboard.read(str(tmp_path), kind="histogram")) == 3
+    images = tallyboard.read(str(tmp_path), kind="image", formats=["mindspore", "tfevents"])
     assert len(images) == 6
     assert images.width.tolist() == [6] * 6 and images.height.tolist() == [4] * 6
     pixels = [np.asarray(Image.open(io.BytesIO(d)).convert("RGB")) for d in images.data]
@@ -233,7 +234,7 @@ def test_tfevents_and_mindspore_files_side_by_side_give_the_same_rows(tmp_path: 
 def test_graph_rows_and_a_third_party_decoder_for_landscapes(
     tmp_path: Path, register_plugin: Any
 ) -> None:
-    from plugboard.summary_record import LossLandscape
+    from tallyboard.faces.summary_record import LossLandscape
 
     landscape = LossLandscape()
     landscape.landscape.x.dims.append(2)
@@ -246,11 +247,11 @@ def test_graph_rows_and_a_third_party_decoder_for_landscapes(
         record.add_value("landscape", "land", landscape)
         record.add_value("scalar", "s", np.float32(1))
         record.record(3)
-    graphs = plugboard.read(str(tmp_path), kind="anf_graph")
+    graphs = tallyboard.read(str(tmp_path), kind="anf_graph")
     assert graphs.tag.tolist() == ["graph"]
     assert msr.GraphProto.FromString(graphs.data[0]).name == "net"
     assert graphs.data[0] == model.graph.SerializeToString()
-    assert plugboard.read(str(tmp_path), kind="landscape").empty  # no decoder: not read
+    assert tallyboard.read(str(tmp_path), kind="landscape").empty  # no decoder: not read
 
     class LandscapeDecoder:
         @hookimpl
@@ -267,10 +268,10 @@ def test_graph_rows_and_a_third_party_decoder_for_landscapes(
             register("mindspore", "landscape", decode)
 
     register_plugin(LandscapeDecoder(), "landscape-decoder")
-    rows = plugboard.read(str(tmp_path), kind="landscape")
+    rows = tallyboard.read(str(tmp_path), kind="landscape")
     assert rows[["tag", "step", "unit"]].values.tolist() == [["land", 3, "step"]]
     assert rows.fields[0] == [1, 3]
-    assert plugboard.read(str(tmp_path)).value.tolist() == [1.0]
+    assert tallyboard.read(str(tmp_path)).value.tolist() == [1.0]
 
 
 def test_cut_file_leaves_torn_record_then_reads_only_new_rows(tmp_path: Path) -> None:
@@ -319,7 +320,7 @@ def test_bit_flip_warns_with_offset_and_keeps_the_other_rows(tmp_path: Path) -> 
     with pytest.warns(
         ReadWarning, match=f"{path.name}: bad data CRC; record skipped at offset {offset}$"
     ):
-        df = plugboard.read(str(tmp_path))
+        df = tallyboard.read(str(tmp_path))
     steps = [s for s in range(100) if s != 50]
     assert df.step.tolist() == [s for s in steps for _ in "ab"]
     assert df.value.tolist() == [v for s in steps for v in (s, -s)]
@@ -341,13 +342,13 @@ def test_bad_length_crc_skips_the_rest_of_that_file_only(tmp_path: Path) -> None
         ReadWarning,
         match=f"{path.name}: bad length CRC; the rest of the file is skipped at offset {offset}",
     ):
-        df = plugboard.read(str(tmp_path))
+        df = tallyboard.read(str(tmp_path))
     assert df[df.run == "r"].step.tolist() == list(range(30))
     assert df[df.run == "s"].step.tolist() == list(range(5))
 
 
 def test_unparsable_event_and_undecodable_value_warn_and_reading_goes_on(tmp_path: Path) -> None:
-    from plugboard_mindspore import wire
+    from tallyboard_mindspore import wire
 
     def value_event(step: int, *values: bytes) -> bytes:
         return frame(wire.summary_event(1.5, step, list(values)))
@@ -365,8 +366,8 @@ def test_unparsable_event_and_undecodable_value_warn_and_reading_goes_on(tmp_pat
     bad = sum(map(len, records[:2]))
     odd = sum(map(len, records[:3]))
     with pytest.warns(ReadWarning) as caught:
-        df = plugboard.read(str(tmp_path))
-        tensors = plugboard.read(str(tmp_path), kind="tensor")
+        df = tallyboard.read(str(tmp_path))
+        tensors = tallyboard.read(str(tmp_path), kind="tensor")
     messages = [str(w.message) for w in caught]
     assert (
         f"{path}: unparsable Event (a field runs past the end of the Event); record skipped at offset {bad}"
@@ -384,15 +385,15 @@ def test_unparsable_event_and_undecodable_value_warn_and_reading_goes_on(tmp_pat
 def test_records_straddling_small_chunks_read_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from plugboard.record_reader import RecordFileReader
+    from tallyboard.records.record_reader import RecordFileReader
 
     write_runs(tmp_path, steps=30)
     whole = {
-        kind: plugboard.read(str(tmp_path), kind=kind) for kind in ("scalar", "image", "histogram")
+        kind: tallyboard.read(str(tmp_path), kind=kind) for kind in ("scalar", "image", "histogram")
     }
     monkeypatch.setattr(RecordFileReader, "chunk_size", 97)  # shorter than most records
     for kind, want in whole.items():
-        got = plugboard.read(str(tmp_path), kind=kind)
+        got = tallyboard.read(str(tmp_path), kind=kind)
         assert got.drop(columns=[c for c in ("data",) if c in got]).equals(
             want.drop(columns=[c for c in ("data",) if c in want])
         )
@@ -401,14 +402,14 @@ def test_records_straddling_small_chunks_read_the_same(
 
 
 def test_empty_dir_gives_empty_tables(tmp_path: Path) -> None:
-    scalars = plugboard.read(str(tmp_path))
+    scalars = tallyboard.read(str(tmp_path))
     assert scalars.empty and list(scalars.columns) == ["run", "tag", "step", "wall_time", "value"]
-    images = plugboard.read(str(tmp_path), kind="image")
+    images = tallyboard.read(str(tmp_path), kind="image")
     assert images.empty and list(images.columns) == ["run", "tag", "step", "wall_time"]
 
 
 def test_lineage_messages_read_back_as_rows_of_their_kinds(tmp_path: Path) -> None:
-    from plugboard.summary_record import (
+    from tallyboard.faces.summary_record import (
         DatasetGraph,
         EvaluationLineage,
         TrainLineage,
@@ -435,21 +436,21 @@ def test_lineage_messages_read_back_as_rows_of_their_kinds(tmp_path: Path) -> No
     fields = ("train_lineage", "evaluation_lineage", "dataset_graph", "user_defined_info")
     kinds = ("train_lineage", "eval_lineage", "dataset_graph", "custom_lineage_data")
     for event, field, kind in zip(events, fields, kinds):
-        rows = plugboard.read(str(tmp_path), kind=kind)
+        rows = tallyboard.read(str(tmp_path), kind=kind)
         assert rows[["run", "tag", "step", "wall_time"]].values.tolist() == [
             [".", kind, 0, event.wall_time]
         ]
         assert rows.data[0] == getattr(event, field).SerializeToString()
-    row = plugboard.read(str(tmp_path), kind="train_lineage").iloc[0]
+    row = tallyboard.read(str(tmp_path), kind="train_lineage").iloc[0]
     again = msr.TrainLineage.FromString(row.data)
     assert (again.hyper_parameters.learning_rate, again.algorithm.network) == (0.5, "ResNet")
-    assert plugboard.read(str(tmp_path)).empty
+    assert tallyboard.read(str(tmp_path)).empty
 
 
-def test_plugboard_ls_lists_a_mindspore_log_dir(tmp_path: Path) -> None:
+def test_tallyboard_ls_lists_a_mindspore_log_dir(tmp_path: Path) -> None:
     write_runs(tmp_path)
     out = subprocess.run(
-        [sys.executable, "-m", "plugboard", "ls", str(tmp_path)],
+        [sys.executable, "-m", "tallyboard", "ls", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -476,11 +477,11 @@ def test_fsspec_memory_url_and_arrow_tables(tmp_path: Path) -> None:
         path = summary_file(tmp_path / "local" / run)
         fs.pipe_file(f"/ms-read-tests/{run}/{path.name}", path.read_bytes())
     try:
-        scalars = plugboard.read("memory://ms-read-tests", table="arrow")
-        images = plugboard.read("memory://ms-read-tests", kind="image", table="arrow")
+        scalars = tallyboard.read("memory://ms-read-tests", table="arrow")
+        images = tallyboard.read("memory://ms-read-tests", kind="image", table="arrow")
     finally:
         fs.rm("/ms-read-tests", recursive=True)
-    local = plugboard.read(str(tmp_path / "local"))
+    local = tallyboard.read(str(tmp_path / "local"))
     assert scalars.column("value").to_pylist() == local.value.tolist()
     assert scalars.column("run").to_pylist() == local.run.tolist()
     assert images.column_names == [
@@ -497,16 +498,16 @@ def test_fsspec_memory_url_and_arrow_tables(tmp_path: Path) -> None:
 
 
 def test_a_run_with_a_mirror_is_read_in_the_format_that_holds_the_kind(tmp_path: Path) -> None:
-    from plugboard.summary_record import TrainLineage
+    from tallyboard.faces.summary_record import TrainLineage
 
     with SummaryRecord(str(tmp_path), tensorboard=True) as record:
         record.add_value("scalar", "loss", np.float32(0.25))
         record.add_value("train_lineage", "lineage", TrainLineage())
         record.record(1)
-    assert plugboard.read(str(tmp_path)).value.tolist() == [0.25]  # not twice
-    lineage = plugboard.read(str(tmp_path), kind="train_lineage")  # only MindSpore holds it
+    assert tallyboard.read(str(tmp_path)).value.tolist() == [0.25]  # not twice
+    lineage = tallyboard.read(str(tmp_path), kind="train_lineage")  # only MindSpore holds it
     assert lineage.tag.tolist() == ["train_lineage"]
     with pytest.raises(ValueError, match="formats: unknown format"):
-        plugboard.read(str(tmp_path), formats="nope")
+        tallyboard.read(str(tmp_path), formats="nope")
     with pytest.raises(TypeError, match="formats must be"):
-        plugboard.read(str(tmp_path), formats=3)  # type: ignore[arg-type]
+        tallyboard.read(str(tmp_path), formats=3)  # type: ignore[arg-type]

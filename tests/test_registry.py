@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from plugboard import registry
-from plugboard.registry import PluginWarning, get_registry, reset_registry
+from tallyboard.plugin import registry
+from tallyboard.plugin.registry import PluginWarning, get_registry, reset_registry
 
 
 def make_dist(
@@ -29,12 +29,12 @@ def make_dist(
     info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
-    (info / "entry_points.txt").write_text(f"[plugboard]\n{ep_name or module} = {module}\n")
+    (info / "entry_points.txt").write_text(f"[tallyboard]\n{ep_name or module} = {module}\n")
     return root
 
 
 GOOD = """
-    from plugboard import Kind, hookimpl
+    from tallyboard import Kind, hookimpl
 
     def add_tally(writer, tag, count, global_step=None):
         writer.emit("tally", tag, float(count), global_step)
@@ -45,7 +45,7 @@ GOOD = """
 
     @hookimpl
     def register_encoders(register):
-        from plugboard_scalar.tfevents import encode
+        from tallyboard_scalar.tfevents import encode
         register("tally", "tfevents", encode)
 """
 
@@ -54,7 +54,7 @@ BROKEN_IMPORT = """
 """
 
 BROKEN_HOOK = """
-    from plugboard import Kind, hookimpl
+    from tallyboard import Kind, hookimpl
 
     @hookimpl
     def register_kinds(register):
@@ -63,8 +63,8 @@ BROKEN_HOOK = """
 """
 
 WRONG_CONTRACT = """
-    from plugboard import hookimpl
-    PLUGBOARD_CONTRACT = 99
+    from tallyboard import hookimpl
+    TALLYBOARD_CONTRACT = 99
 
     @hookimpl
     def register_kinds(register):
@@ -110,7 +110,7 @@ def test_third_party_plugin_is_discovered(site: Path, logdir: Path) -> None:
         "loaded",
         ["tally"],
     )
-    from plugboard import SummaryWriter
+    from tallyboard import SummaryWriter
 
     with SummaryWriter(logdir) as w:
         w.add_tally("t", 3, 1)
@@ -125,7 +125,7 @@ def test_plugin_raising_at_import_is_reported_and_skipped(site: Path) -> None:
     reg, msgs = build()
     [msg] = [m for m in msgs if "pb_broken" in m]
     assert "'pb-broken'" in msg and "RuntimeError: this plugin is broken on purpose" in msg
-    assert "PLUGBOARD_BLOCK_PLUGINS=pb_broken" in msg
+    assert "TALLYBOARD_BLOCK_PLUGINS=pb_broken" in msg
     assert info(reg, "pb_broken").status == "failed"
     assert "scalar" in reg.kinds and "tfevents" in reg.sinks  # the host is fine
 
@@ -144,7 +144,7 @@ def test_plugin_for_another_contract_is_refused(site: Path) -> None:
     make_dist(site, "pb-contract", "pb_contract", WRONG_CONTRACT)
     reg, msgs = build()
     [msg] = [m for m in msgs if "pb_contract" in m]
-    assert "built for plugboard hook contract 99" in msg and "provides contract 1" in msg
+    assert "built for tallyboard hook contract 99" in msg and "provides contract 1" in msg
     assert info(reg, "pb_contract").status == "failed"
 
 
@@ -154,7 +154,7 @@ def test_autoload_can_be_disabled(site: Path, monkeypatch: pytest.MonkeyPatch) -
     reg, _ = build()
     assert info(reg, "pb_good").status == "not autoloaded"
     assert "tally" not in reg.kinds and "pb_good" not in sys.modules
-    assert {"scalar", "text"} <= set(reg.kinds)  # plugboard's own plugins still load
+    assert {"scalar", "text"} <= set(reg.kinds)  # tallyboard's own plugins still load
 
 
 def test_plugins_can_be_blocked_but_not_essential_ones(
@@ -171,13 +171,13 @@ def test_plugins_can_be_blocked_but_not_essential_ones(
 
 def test_trace_env_prints_hook_calls(tmp_path: Path) -> None:
     env = {**os.environ, registry.TRACE_ENV: "1"}
-    code = "from plugboard.registry import get_registry; get_registry()"
+    code = "from tallyboard.plugin.registry import get_registry; get_registry()"
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 0, out.stderr
     assert (
-        "[plugboard]" in out.stderr
+        "[tallyboard]" in out.stderr
         and "register_kinds" in out.stderr
         and "register_sinks" in out.stderr
     )
@@ -192,7 +192,7 @@ def test_trace_env_prints_hook_calls(tmp_path: Path) -> None:
 
 
 def test_in_process_registration_and_removal(logdir: Path) -> None:
-    from plugboard import Kind, hookimpl
+    from tallyboard import Kind, hookimpl
 
     class Plugin:
         @hookimpl

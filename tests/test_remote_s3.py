@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 from conftest import load_run
-from plugboard import SummaryWriter
-from plugboard.remote import read_parts
-from plugboard.writer import SinkWarning
+from tallyboard import SummaryWriter
+from tallyboard.faces.summary_writer import SinkWarning
+from tallyboard.records.remote import read_parts
 
-BUCKET = "plugboard-test"
+BUCKET = "tallyboard-test"
 
 
 class CountingProxy:
@@ -200,7 +200,7 @@ def test_csv_and_jsonl_on_s3(s3: tuple[Any, CountingProxy]) -> None:
 def test_remote_failure_warns_and_local_sinks_go_on(
     s3: tuple[Any, CountingProxy], tmp_path: Path
 ) -> None:
-    from plugboard.writer import SinkWarning
+    from tallyboard.faces.summary_writer import SinkWarning
 
     fs, _ = s3
     fs.mkdir("doomed")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import load_run, raw_events
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 
 
 def test_add_scalar_reads_back_in_tensorboard(logdir):
@@ -26,7 +26,7 @@ def test_add_scalar_reads_back_in_tensorboard(logdir):
 )
 @pytest.mark.parametrize("tag", ["loss", "a/b", "é" * 70, "t" * 200])
 def test_hand_packed_scalar_event_equals_protobuf_encoding(step, tag):
-    from plugboard_scalar.tfevents import encode
+    from tallyboard_scalar.tfevents import encode
     from tensorboard.compat.proto import event_pb2, summary_pb2
 
     wall = 1700000000.25

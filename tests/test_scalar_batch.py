@@ -10,10 +10,10 @@ import time
 import numpy as np
 import pytest
 from conftest import event_files, load_run, raw_events
-from plugboard import SummaryWriter
-from plugboard.framing import frame_fixed
-from plugboard.recordfile import RecordFile, row_key
-from plugboard.storage import LocalAppendFile
+from tallyboard import SummaryWriter
+from tallyboard.records.framing import frame_fixed
+from tallyboard.records.recordfile import RecordFile, row_key
+from tallyboard.records.storage import LocalAppendFile
 
 STEPS = [None, 0, 1, 127, 128, 300, 16383, 16384, 2097151, 2097152, 10**12, -1, 2**63 - 1, -(2**63)]
 VALUES = [0.1, -0.0, 1e39, -1e39, float("inf"), 3.4028235e38, 3.4028236e38, 1e-45, 5e-46, 2.5]
@@ -66,7 +66,7 @@ def rows_of(layout: str, n: int, seed: int) -> list[tuple[str, int | None, float
 @pytest.mark.parametrize("layout", ["one tag", "rotation", "steps change width", "mixed"])
 @pytest.mark.parametrize("n", [1, 47, 48, 1000, 5003])
 def test_batched_records_equal_protobuf_events_in_call_order(layout, n):
-    from plugboard_scalar.tfevents import encode_batch
+    from tallyboard_scalar.tfevents import encode_batch
 
     rows = rows_of(layout, n, seed=n)
     key = row_key(encode_batch)
@@ -145,8 +145,8 @@ class SlowFile(LocalAppendFile):
 
 
 def test_queued_rows_are_bounded_when_the_disk_is_slow(tmp_path):
-    from plugboard.recordfile import ROW_BYTES
-    from plugboard_scalar.tfevents import encode_batch
+    from tallyboard.records.recordfile import ROW_BYTES
+    from tallyboard_scalar.tfevents import encode_batch
 
     path = tmp_path / "f"
     limit = 200 * ROW_BYTES

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from conftest import load_run
-from plugboard import SinkSpec, SummaryWriter, hookimpl
-from plugboard import warn as warn_module
-from plugboard.writer import SinkWarning
+from tallyboard import SinkSpec, SummaryWriter, hookimpl
+from tallyboard import warn as warn_module
+from tallyboard.faces.summary_writer import SinkWarning
 
-pytest_plugins = ["plugboard.testing"]
+pytest_plugins = ["tallyboard.testing"]
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

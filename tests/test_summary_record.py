@@ -14,12 +14,12 @@ from pathlib import Path
 
 import mindspore_reader as msr
 import numpy as np
-import plugboard
 import pytest
+import tallyboard
 from conftest import load_run
 from PIL import Image
-from plugboard import SummaryRecord
-from plugboard.ops import HistogramSummary, ImageSummary, ScalarSummary, TensorSummary
+from tallyboard import SummaryRecord
+from tallyboard.faces.ops import HistogramSummary, ImageSummary, ScalarSummary, TensorSummary
 
 
 def only(path: Path, suffix: str = "_MS") -> Path:
@@ -197,7 +197,7 @@ def test_plugin_filter_discards_the_rest(logdir: Path) -> None:
 
 
 def lineage_messages():
-    from plugboard.summary_record import (
+    from tallyboard.faces.summary_record import (
         DatasetGraph,
         EvaluationLineage,
         TrainLineage,
@@ -243,7 +243,7 @@ def test_lineage_only_creates_only_the_lineage_file(logdir: Path) -> None:
 
 
 def test_landscape_and_graph(logdir: Path) -> None:
-    from plugboard.summary_record import LossLandscape
+    from tallyboard.faces.summary_record import LossLandscape
 
     landscape = LossLandscape()
     landscape.landscape.x.dims.append(2)
@@ -401,8 +401,8 @@ def test_tensorboard_option(logdir: Path) -> None:
 
 
 def test_message_classes_and_ops_are_public() -> None:
-    from plugboard import ops
-    from plugboard.summary_record import Operation, OperationParameter, TrainLineage
+    from tallyboard.faces import ops
+    from tallyboard.faces.summary_record import Operation, OperationParameter, TrainLineage
 
     assert (
         TrainLineage.HyperParameters().DESCRIPTOR.full_name
@@ -412,21 +412,21 @@ def test_message_classes_and_ops_are_public() -> None:
     assert OperationParameter is not None and callable(ops.ScalarSummary())
 
 
-def test_every_lineage_message_class_imports_from_plugboard() -> None:
-    from plugboard import summary_record
+def test_every_lineage_message_class_imports_from_tallyboard() -> None:
+    from tallyboard.faces import summary_record
 
     names = ["TrainLineage", "EvaluationLineage", "DatasetGraph", "UserDefinedInfo"]
     for name in [*names, "LossLandscape", "Operation", "OperationParameter"]:
-        assert getattr(plugboard, name) is getattr(summary_record, name), name
-        assert name in plugboard.__all__
-    op = plugboard.Operation(operationParam=plugboard.OperationParameter())
-    assert plugboard.Operation.FromString(op.SerializeToString()) == op
-    assert plugboard.SummaryRecord is SummaryRecord
+        assert getattr(tallyboard, name) is getattr(summary_record, name), name
+        assert name in tallyboard.__all__
+    op = tallyboard.Operation(operationParam=tallyboard.OperationParameter())
+    assert tallyboard.Operation.FromString(op.SerializeToString()) == op
+    assert tallyboard.SummaryRecord is SummaryRecord
 
 
 WRITE_ERROR_SCRIPT = """
 import resource, signal, sys, numpy as np
-from plugboard import SummaryRecord
+from tallyboard import SummaryRecord
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 record = SummaryRecord(sys.argv[1], raise_exception=sys.argv[2] == "1")
@@ -464,7 +464,7 @@ def test_write_errors_and_raise_exception(
 
 def test_atexit_writes_pending_data(logdir: Path) -> None:
     script = (
-        "import sys, numpy as np\nfrom plugboard import SummaryRecord\n"
+        "import sys, numpy as np\nfrom tallyboard import SummaryRecord\n"
         "r = SummaryRecord(sys.argv[1])\nr.add_value('histogram', 'h', np.arange(100.0))\nr.record(9)\n"
     )
     subprocess.run([sys.executable, "-c", script, str(logdir)], check=True, timeout=60)

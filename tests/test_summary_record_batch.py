@@ -19,11 +19,11 @@ from typing import Any
 import mindspore_reader as msr
 import numpy as np
 import pytest
-from plugboard import SummaryRecord
-from plugboard.framing import frame
-from plugboard.recordfile import row_key
-from plugboard_mindspore.encoders import MIN_SCALAR_BATCH, encode_scalar_rows, scalar_event
-from plugboard_mindspore.wire import version_event
+from tallyboard import SummaryRecord
+from tallyboard.records.framing import frame
+from tallyboard.records.recordfile import row_key
+from tallyboard_mindspore.encoders import MIN_SCALAR_BATCH, encode_scalar_rows, scalar_event
+from tallyboard_mindspore.wire import version_event
 
 STEPS = [0, 1, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**35, 2**63 - 1, -1, -(2**63)]
 TAGS = ["loss", "t" * 150, "acc/é"]
@@ -187,7 +187,7 @@ def test_max_file_size_still_stops_the_file_at_the_first_step_that_does_not_fit(
 
 WRITE_ERROR = """
 import resource, signal, sys
-from plugboard import SummaryRecord
+from tallyboard import SummaryRecord
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 record = SummaryRecord(sys.argv[1], raise_exception=sys.argv[2] == "1")
@@ -233,7 +233,7 @@ def test_forked_child_neither_writes_nor_duplicates_the_parents_queued_steps(
     parent, child = tmp_path / "parent", tmp_path / "child"
     code = f"""
         import os
-        from plugboard import SummaryRecord
+        from tallyboard import SummaryRecord
         record = SummaryRecord({str(parent)!r})
         for step in range(50):
             record.add_value("scalar", "loss", float(step))
@@ -267,7 +267,7 @@ def test_forked_child_neither_writes_nor_duplicates_the_parents_queued_steps(
 
 def test_exit_without_close_writes_the_queued_steps(logdir: Path) -> None:
     code = (
-        "import sys\nfrom plugboard import SummaryRecord\nr = SummaryRecord(sys.argv[1])\n"
+        "import sys\nfrom tallyboard import SummaryRecord\nr = SummaryRecord(sys.argv[1])\n"
         "for s in range(3000):\n    r.add_value('scalar', 'loss', float(s))\n    r.record(s)\n"
     )
     subprocess.run([sys.executable, "-c", code, str(logdir)], check=True, timeout=60)

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from plugboard import SummaryRecord
-from plugboard.ops import HistogramSummary, ImageSummary, ScalarSummary, TensorSummary
+from tallyboard import SummaryRecord
+from tallyboard.faces.ops import HistogramSummary, ImageSummary, ScalarSummary, TensorSummary
 
 
 @pytest.fixture
@@ -122,7 +122,7 @@ def test_ranks_that_pass(record: SummaryRecord) -> None:
     "plugin", ["train_lineage", "eval_lineage", "dataset_graph", "custom_lineage_data"]
 )
 def test_wrong_lineage_types(record: SummaryRecord, plugin: str) -> None:
-    from plugboard.summary_record import LossLandscape, TrainLineage
+    from tallyboard.faces.summary_record import LossLandscape, TrainLineage
 
     wrong = LossLandscape() if plugin == "train_lineage" else TrainLineage()
     expected = {
@@ -189,7 +189,7 @@ def test_bad_input_after_close_still_raises(logdir: Path) -> None:
     ],
 )
 def test_summary_operator_validation(op: Any, name: Any, value: Any, error: type) -> None:
-    from plugboard import ops
+    from tallyboard.faces import ops
 
     before = ops.pending()
     with pytest.raises(error):
@@ -236,7 +236,7 @@ def test_unwritable_log_dir_raises_with_raise_exception(logdir: Path) -> None:
 def test_unknown_plugin_error_lists_every_name_that_works(record: SummaryRecord) -> None:
     import re
 
-    from plugboard.registry import get_registry
+    from tallyboard.plugin.registry import get_registry
 
     with pytest.raises(ValueError, match="no such \"plugin\" of 'nope'") as info:
         record.add_value("nope", "x", 1)

@@ -18,7 +18,7 @@ import mindspore_reader as msr
 import numpy as np
 import pytest
 from PIL import Image
-from plugboard import SummaryRecord
+from tallyboard import SummaryRecord
 
 
 def only(path: Path) -> Path:
@@ -191,7 +191,7 @@ def test_images_have_mindspores_pixels_for_every_batch_size_channel_count_and_dt
 
 
 def test_histogram_buckets_packed_with_numpy_match_the_field_by_field_encoding() -> None:
-    from plugboard_mindspore import wire
+    from tallyboard_mindspore import wire
 
     rng = np.random.default_rng(2)
     for n in [0, 1, 2, 90, 200]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import mindspore_reader as msr
 import numpy as np
 import pytest
-from plugboard import SummaryRecord
+from tallyboard import SummaryRecord
 
 
 def only(path: Path) -> Path:
@@ -65,7 +65,7 @@ def test_parent_and_forked_child_both_keep_their_histograms(tmp_path: Path) -> N
     code = f"""
         import os
         import numpy as np
-        from plugboard import SummaryRecord
+        from tallyboard import SummaryRecord
         record = SummaryRecord({str(parent)!r})
         def log(rec, step, offset):
             rec.add_value("histogram", "w", np.arange(500, dtype=np.float32) + step + offset)

@@ -9,7 +9,7 @@ import mindspore_reader as msr
 import numpy as np
 from conftest import load_run
 from PIL import Image
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 
 
 def test_summary_writer_writes_mindspore_and_tensorboard_files_with_the_same_data(

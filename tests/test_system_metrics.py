@@ -12,8 +12,8 @@ from typing import Any
 import psutil
 import pytest
 from conftest import load_run
-from plugboard import SummaryWriter
-from plugboard.monitor import (
+from tallyboard import SummaryWriter
+from tallyboard.monitor import (
     MAX,
     MEAN,
     Event,
@@ -21,7 +21,7 @@ from plugboard.monitor import (
     register_event_handler,
     unregister_event_handler,
 )
-from plugboard_system import SystemMetrics, _nvml
+from tallyboard_system import SystemMetrics, _nvml
 
 PROCESS = {"cpu_percent", "rss_mib", "threads"}
 HOST = {"cpu_percent", "memory_used_percent", "memory_available_mib"}
@@ -179,8 +179,8 @@ def test_integrations_import_nothing_heavy_until_used() -> None:
     import sys
 
     code = (
-        "import sys, plugboard, plugboard_system, plugboard_keras, plugboard_mlflow\n"
-        "plugboard.get_registry()\n"
+        "import sys, tallyboard, tallyboard_system, tallyboard_keras, tallyboard_mlflow\n"
+        "tallyboard.get_registry()\n"
         "heavy = {'psutil', 'pynvml', 'mlflow', 'keras', 'tensorflow'}\n"
         "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))\n"
     )

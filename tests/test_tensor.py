@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import load_run, raw_events
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 from tensorboard.util import tensor_util
 
 NUMPY_CASES = [

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from nets import Net
 from PIL import Image
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 from tb_server import TensorBoard, tensorboard_server
 
 

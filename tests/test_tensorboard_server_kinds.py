@@ -1,10 +1,10 @@
-"""A real TensorBoard serves every issue-3 kind plugboard wrote: images, histograms,
+"""A real TensorBoard serves every issue-3 kind tallyboard wrote: images, histograms,
 distributions, audio, pr_curves, mesh and custom_scalars, through their plugins' JSON routes."""
 
 from __future__ import annotations
 
 import numpy as np
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 from tb_server import tensorboard_server
 
 RUN = "run1"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import load_run
-from plugboard import SummaryWriter
+from tallyboard import SummaryWriter
 from tensorboard.util import tensor_util
 
 
@@ -21,7 +21,7 @@ def test_add_text_uses_torchs_tag_and_string_tensor(logdir):
 
 
 def test_add_text_matches_torch_bytes(tmp_path):
-    from plugboard_text import encode_tfevents
+    from tallyboard_text import encode_tfevents
     from tensorboard.compat.proto import event_pb2
     from torch.utils.tensorboard.summary import text as torch_text
 

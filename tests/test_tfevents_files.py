@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from conftest import event_files, load_run, raw_events
-from plugboard import SummaryWriter
-from plugboard.recordfile import RecordFile
-from plugboard.storage import LocalAppendFile
+from tallyboard import SummaryWriter
+from tallyboard.records.recordfile import RecordFile
+from tallyboard.records.storage import LocalAppendFile
 
 NAME = re.compile(
     r"^events\.out\.tfevents\.\d{10}\.(?P<host>.+)\.(?P<pid>\d+)\.(?P<n>\d+)(?P<suffix>.*)$"
@@ -74,7 +74,7 @@ def test_two_writers_in_one_directory_never_share_a_file(logdir):
 
 
 def test_an_existing_file_name_is_skipped_not_truncated(logdir, monkeypatch):
-    from plugboard_tfevents import sink
+    from tallyboard_tfevents import sink
 
     taken = logdir / "events.out.tfevents.0000000001.host.1.0"
     taken.write_bytes(b"precious")
@@ -145,7 +145,7 @@ def test_close_releases_the_writer_threads(logdir):
 def test_everything_queued_is_written_at_interpreter_exit(logdir):
     proc = run_python(
         f"""
-        from plugboard import SummaryWriter
+        from tallyboard import SummaryWriter
         w = SummaryWriter({str(logdir)!r}, max_queue=100000, flush_secs=3600)
         for i in range(2021):
             w.add_scalar("x", i, i)
@@ -161,7 +161,7 @@ def test_records_of_a_writer_dropped_without_close_are_written_at_exit(logdir):
     proc = run_python(
         f"""
         import gc
-        from plugboard import SummaryWriter
+        from tallyboard import SummaryWriter
         def train():
             w = SummaryWriter({str(logdir)!r}, max_queue=1000, flush_secs=3600)
             for i in range(50):
@@ -178,7 +178,7 @@ def test_forked_child_neither_hangs_nor_duplicates_parent_records(logdir):
     proc = run_python(
         f"""
         import os
-        from plugboard import SummaryWriter
+        from tallyboard import SummaryWriter
         w = SummaryWriter({str(logdir)!r}, max_queue=1000, flush_secs=3600)
         for i in range(50):
             w.add_scalar("parent", i, i)
@@ -211,7 +211,7 @@ def test_disk_full_error_reaches_the_caller_once_and_never_hangs(logdir):
         f"""
         import resource, signal, time
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        from plugboard import SummaryWriter
+        from tallyboard import SummaryWriter
         w = SummaryWriter({str(logdir)!r}, max_queue=10, flush_secs=3600)
         resource.setrlimit(resource.RLIMIT_FSIZE, (4000, 4000))
         caught, t0 = [], time.monotonic()

@@ -1,4 +1,4 @@
-"""Hugging Face transformers: PlugboardCallback, and the built-in TensorBoardCallback on plugboard's writer."""
+"""Hugging Face transformers: TallyboardCallback, and the built-in TensorBoardCallback on tallyboard's writer."""
 
 from __future__ import annotations
 
@@ -84,11 +84,11 @@ def _text(acc: Any, tag: str) -> str:
     return event.tensor_proto.string_val[0].decode()
 
 
-def test_trainer_logs_through_plugboard_callback(tmp_path: Path) -> None:
-    from plugboard_transformers import PlugboardCallback
+def test_trainer_logs_through_tallyboard_callback(tmp_path: Path) -> None:
+    from tallyboard_transformers import TallyboardCallback
 
     run = tmp_path / "run"
-    _train(tmp_path, [PlugboardCallback(run)])
+    _train(tmp_path, [TallyboardCallback(run)])
     acc = load_run(run)
     assert [e.step for e in acc.Scalars("train/loss")] == [1, 2, 3, 4]
     assert len(acc.Scalars("train/learning_rate")) == 4
@@ -106,9 +106,9 @@ def test_trainer_logs_through_plugboard_callback(tmp_path: Path) -> None:
 def test_default_log_dir_sinks_and_no_write_off_process_zero(tmp_path: Path) -> None:
     import csv
 
-    from plugboard_transformers import PlugboardCallback
+    from tallyboard_transformers import TallyboardCallback
 
-    _train(tmp_path, [PlugboardCallback(sinks=["tfevents", "csv"])], steps=2)
+    _train(tmp_path, [TallyboardCallback(sinks=["tfevents", "csv"])], steps=2)
     [run] = (tmp_path / "out" / "runs").iterdir()  # <output_dir>/runs/<time>_<host>, as HF
     with open(run / "scalars.csv", newline="") as f:
         tags = {row["tag"] for row in csv.DictReader(f)}
@@ -117,7 +117,7 @@ def test_default_log_dir_sinks_and_no_write_off_process_zero(tmp_path: Path) -> 
 
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
-    callback = PlugboardCallback(tmp_path / "rank1")
+    callback = TallyboardCallback(tmp_path / "rank1")
     state = TrainerState(is_world_process_zero=False, global_step=1)
     args = TrainingArguments(output_dir=str(tmp_path / "out1"), report_to=[])
     callback.on_train_begin(args, state, TrainerControl())
@@ -127,10 +127,10 @@ def test_default_log_dir_sinks_and_no_write_off_process_zero(tmp_path: Path) -> 
 
 
 def test_logs_are_not_flushed_after_every_log(tmp_path: Path) -> None:
-    from plugboard_transformers import PlugboardCallback
+    from tallyboard_transformers import TallyboardCallback
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
-    callback = PlugboardCallback(tmp_path / "run", max_queue=1000)
+    callback = TallyboardCallback(tmp_path / "run", max_queue=1000)
     state = TrainerState(global_step=0)
     args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[])
     control = TrainerControl()
@@ -144,18 +144,18 @@ def test_logs_are_not_flushed_after_every_log(tmp_path: Path) -> None:
 
 
 def test_bad_arguments_raise_clearly(tmp_path: Path) -> None:
-    from plugboard_transformers import PlugboardCallback
+    from tallyboard_transformers import TallyboardCallback
 
     with pytest.raises(TypeError, match="log_dir must be a str"):
-        PlugboardCallback(log_dir=3)  # type: ignore[arg-type]
+        TallyboardCallback(log_dir=3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="nowhere"):
-        PlugboardCallback(tmp_path, sinks=["nowhere"])
+        TallyboardCallback(tmp_path, sinks=["nowhere"])
     with pytest.raises(TypeError, match="sinks must be a list"):
-        PlugboardCallback(tmp_path, sinks="csv")
+        TallyboardCallback(tmp_path, sinks="csv")
 
 
-def test_builtin_tensorboard_callback_takes_plugboard_writer(tmp_path: Path) -> None:
-    from plugboard import SummaryWriter
+def test_builtin_tensorboard_callback_takes_tallyboard_writer(tmp_path: Path) -> None:
+    from tallyboard import SummaryWriter
     from transformers.integrations import TensorBoardCallback
 
     run = tmp_path / "builtin"
@@ -168,10 +168,10 @@ def test_builtin_tensorboard_callback_takes_plugboard_writer(tmp_path: Path) -> 
 
 
 def test_each_hyperparameter_search_trial_gets_its_own_run(tmp_path: Path) -> None:
-    from plugboard_transformers import PlugboardCallback
+    from tallyboard_transformers import TallyboardCallback
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
-    callback = PlugboardCallback(tmp_path / "search")
+    callback = TallyboardCallback(tmp_path / "search")
     args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[])
     for trial in ("t0", "t1"):
         state = TrainerState(global_step=1, is_hyper_param_search=True, trial_name=trial)

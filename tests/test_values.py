@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 from conftest import load_run
-from plugboard import SummaryWriter
-from plugboard.values import check_step, check_walltime, to_array, to_float
+from tallyboard import SummaryWriter
+from tallyboard.values import check_step, check_walltime, to_array, to_float
 from tensorboard.util import tensor_util
 
 

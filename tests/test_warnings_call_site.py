@@ -1,4 +1,4 @@
-"""SinkWarning and PluginWarning point at the user's line (plugboard.warn), on both faces."""
+"""SinkWarning and PluginWarning point at the user's line (tallyboard.warn), on both faces."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from plugboard import SummaryRecord, SummaryWriter, hookimpl
-from plugboard import warn as warn_module
-from plugboard.registry import PluginWarning, get_registry
-from plugboard.writer import SinkWarning
+from tallyboard import SummaryRecord, SummaryWriter, hookimpl
+from tallyboard import warn as warn_module
+from tallyboard.faces.summary_writer import SinkWarning
+from tallyboard.plugin.registry import PluginWarning, get_registry
 from test_sinks_multi import Flaky
 
-pytest_plugins = ["plugboard.testing"]
+pytest_plugins = ["tallyboard.testing"]
 
 
 @pytest.fixture(autouse=True)
@@ -27,12 +27,12 @@ def _only(rec: Any, category: type[Warning]) -> list[warnings.WarningMessage]:
 
 
 def test_own_prefixes_cover_the_core_and_every_imported_plugin() -> None:
-    import plugboard
-    import plugboard_scalar
-    import plugboard_tfevents
+    import tallyboard
+    import tallyboard_scalar
+    import tallyboard_tfevents
 
     prefixes = warn_module.own_prefixes()
-    for module in (plugboard, plugboard_scalar, plugboard_tfevents):
+    for module in (tallyboard, tallyboard_scalar, tallyboard_tfevents):
         assert str(Path(module.__file__).parent) + "/" in prefixes
     assert not any(__file__.startswith(p) for p in prefixes)
 

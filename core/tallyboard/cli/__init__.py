@@ -1,0 +1,60 @@
+"""``python -m tallyboard plugins|ls|export|plot|board|convert`` (also the ``tallyboard`` console script)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+
+
+def _plugins(as_json: bool) -> int:
+    from tallyboard.plugin.registry import get_registry
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reg = get_registry()
+    rows = [
+        {
+            "name": p.name,
+            "distribution": p.distribution,
+            "version": p.version,
+            "status": p.status,
+            "kinds": p.kinds,
+            "sinks": p.sinks,
+            "encoders": [f"{k}->{s}" for k, s in p.encoders],
+            "error": p.error,
+        }
+        for p in reg.plugins
+    ]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            dist = f"{r['distribution']} {r['version']}".strip()
+            print(f"{r['name']}  ({dist})  [{r['status']}]")
+            if r["kinds"]:
+                print(f"    kinds: {', '.join(r['kinds'])}")
+            if r["sinks"]:
+                print(f"    sinks: {', '.join(r['sinks'])}")
+            if r["encoders"]:
+                print(f"    encoders: {', '.join(r['encoders'])}")
+            if r["error"]:
+                print(f"    error: {r['error']}")
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tallyboard", description="tallyboard command line")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("plugins", help="list installed plugins and what each contributes")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    from tallyboard.cli import read as cli_read
+
+    cli_read.add_parsers(sub)
+    args = parser.parse_args(argv)
+    if args.command == "plugins":
+        return _plugins(args.json)
+    return cli_read.dispatch(args)

@@ -1,0 +1,634 @@
+"""``tallyboard ls | export | plot | board | convert``: look at a log dir from the shell.
+
+Heavy libraries (pyarrow, matplotlib, tqdm, tensorboard) are imported only by the command
+that needs them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from tallyboard.plugin.readers import Batch
+from tallyboard.reading.runs import RunReader
+
+EXPORT_FORMATS = ("csv", "parquet", "jsonl")
+#: The kind of a Batch's scalar columns (the essential scalar kind) and export's default.
+SCALAR = "scalar"
+
+
+class CliError(Exception):
+    """A user error reported as one line on stderr with exit code 1."""
+
+
+def _reader(
+    logdir: str, formats: Sequence[str] | None = None, kind: str | None = None
+) -> RunReader:
+    try:
+        return RunReader(logdir, formats, kind)
+    except (TypeError, ValueError) as e:
+        raise CliError(str(e)) from None
+
+
+def _note_skipped(reader: RunReader) -> None:
+    """Say which formats were not read because a run directory holds its values in another."""
+    for parent, names in sorted(reader.skipped.items()):
+        run = parent[len(reader.root) :].strip("/") or "."
+        print(
+            f"note: run {run!r} also holds {', '.join(sorted(names))} files with the same values;"
+            f" not read (--from {' '.join(sorted(names))} reads them)",
+            file=sys.stderr,
+        )
+
+
+def iter_file_batches(
+    logdir: str, formats: Sequence[str] | None = None
+) -> Iterator[tuple[str, Batch]]:
+    """``(run, batch)`` one file at a time, so only one file's records are held at once."""
+    reader = _reader(logdir, formats)
+    for run, file_reader in reader.discover():
+        yield run, file_reader.read_new()
+    _note_skipped(reader)
+
+
+def summarize(logdir: str, formats: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """One dict per (run, kind, tag): count, first and last step, last wall time."""
+    stats: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+    def add(run: str, kind: str, tag: str, step: int, wall: float) -> None:
+        s = stats.get((run, kind, tag))
+        if s is None:
+            stats[(run, kind, tag)] = {
+                "run": run,
+                "kind": kind,
+                "tag": tag,
+                "count": 1,
+                "min_step": step,
+                "max_step": step,
+                "last_wall_time": wall,
+            }
+            return
+        s["count"] += 1
+        s["min_step"] = min(s["min_step"], step)
+        s["max_step"] = max(s["max_step"], step)
+        s["last_wall_time"] = max(s["last_wall_time"], wall)
+
+    for run, b in iter_file_batches(logdir, formats):
+        tags, steps, walls, _ = b.scalars()
+        for tag, step, wall in zip(tags.tolist(), steps.tolist(), walls.tolist()):
+            add(run, "scalar", tag, step, wall)
+        for kind, rows in b.rows.items():
+            for row in rows:
+                add(run, kind, str(row["tag"]), int(row["step"]), float(row["wall_time"]))
+    return [stats[k] for k in sorted(stats)]
+
+
+def cmd_ls(logdir: str, as_json: bool, formats: Sequence[str] | None = None) -> int:
+    rows = summarize(logdir, formats)
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print(f"no runs with readable records under {logdir}")
+        return 0
+    header = ("run", "kind", "tag", "count", "steps", "last update (UTC)")
+    table = [
+        (
+            r["run"],
+            r["kind"],
+            r["tag"],
+            str(r["count"]),
+            f"{r['min_step']}..{r['max_step']}",
+            time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r["last_wall_time"])),
+        )
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in [header, *table]) for i in range(len(header))]
+    for row in [header, *table]:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    return 0
+
+
+class _Progress:
+    """tqdm when importable, else a one-line counter; silent unless stderr is a TTY."""
+
+    def __init__(self, total: int, what: str = "export") -> None:
+        self.total, self.done, self.bar, self.what = total, 0, None, what
+        self.on = sys.stderr.isatty()
+        if self.on:
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=total, unit="file", file=sys.stderr)
+            except ImportError:
+                self.bar = None
+
+    def update(self) -> None:
+        self.done += 1
+        if not self.on:
+            return
+        if self.bar is not None:
+            self.bar.update(1)
+        else:
+            print(f"\r{self.what}: {self.done}/{self.total} files", end="", file=sys.stderr)
+
+    def close(self) -> None:
+        if self.on:
+            if self.bar is not None:
+                self.bar.close()
+            else:
+                print(file=sys.stderr)
+
+
+SCALAR_COLUMNS = ("run", "tag", "step", "wall_time", "value")
+ROW_COLUMNS = ("run", "tag", "step", "wall_time")
+
+
+def _scalar_records(run: str, b: Batch, tags: set[str] | None) -> list[tuple[Any, ...]]:
+    tag, step, wall, value = b.scalars()
+    if tags is not None:
+        keep = [t in tags for t in tag.tolist()]
+        tag, step, wall, value = tag[keep], step[keep], wall[keep], value[keep]
+    return list(zip([run] * len(tag), tag.tolist(), step.tolist(), wall.tolist(), value.tolist()))
+
+
+def _kind_rows(run: str, b: Batch, kind: Any, tags: set[str] | None) -> list[dict[str, Any]]:
+    """The decoded rows of ``kind`` in one file, shaped by the kind's ``read_table`` (applied to
+    this file's rows and batch: memory stays one file's worth)."""
+    rows = [
+        {"run": run, **row}
+        for row in b.rows.get(kind.name, ())
+        if tags is None or row["tag"] in tags
+    ]
+    if kind.read_table is not None and rows:
+        rows = kind.read_table(rows, [(run, b)])
+    return rows
+
+
+def _json_default(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, complex):
+        return [value.real, value.imag]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"cannot export a {type(value).__name__} value")
+
+
+def _npy(array: Any) -> bytes:
+    import io
+
+    import numpy as np
+
+    out = io.BytesIO()
+    np.save(out, array, allow_pickle=False)
+    return out.getvalue()
+
+
+def export_cell(value: Any, fmt: str) -> Any:
+    """One decoded field as a cell of ``fmt``.
+
+    bytes (encoded images and audio): base64 text in csv and jsonl, binary in parquet. NumPy
+    arrays (tensors): nested lists in jsonl, their JSON text in csv, ``.npy`` bytes in parquet
+    (``numpy.load(io.BytesIO(cell))`` gives the array back, dtype and shape included). Lists
+    and dicts: JSON text in csv, lists in parquet (dicts as JSON text), as they are in jsonl.
+    """
+    import numpy as np
+
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value) if fmt == "parquet" else base64.b64encode(value).decode("ascii")
+    if isinstance(value, np.ndarray):
+        if fmt == "parquet":
+            return _npy(value)
+        value = value.tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (list, tuple, dict)) and (
+        fmt == "csv" or (fmt == "parquet" and isinstance(value, dict))
+    ):
+        return json.dumps(value, default=_json_default)
+    return value
+
+
+def _arrow_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("run", pa.string()),
+            ("tag", pa.string()),
+            ("step", pa.int64()),
+            ("wall_time", pa.float64()),
+            ("value", pa.float64()),
+        ]
+    )
+
+
+class _Out:
+    """Writes chunks of records to one csv, jsonl or parquet file; the first chunk fixes the
+    columns of csv and parquet (a later column is left out, with one warning)."""
+
+    def __init__(self, fh: Any, fmt: str, columns: Sequence[str] | None, schema: Any) -> None:
+        self.fh, self.fmt = fh, fmt
+        self.columns: list[str] | None = list(columns) if columns is not None else None
+        self.schema = schema
+        self.pq_writer: Any = None
+        self.dropped: set[str] = set()
+
+    def _header(self, columns: Sequence[str]) -> None:
+        self.columns = list(columns)
+        if self.fmt == "csv":
+            self._csv([self.columns])
+
+    def _csv(self, records: Any) -> None:
+        import csv
+        import io
+
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(records)
+        self.fh.write(buf.getvalue().encode())
+
+    def write_records(self, records: list[tuple[Any, ...]]) -> None:
+        """Records in the order of the columns given at construction (scalars)."""
+        assert self.columns is not None
+        if self.fmt == "csv":
+            self._csv(records)
+        elif self.fmt == "jsonl":
+            keys = self.columns
+            self.fh.write("".join(json.dumps(dict(zip(keys, r))) + "\n" for r in records).encode())
+        else:
+            self._parquet({k: list(col) for k, col in zip(self.columns, zip(*records))})
+
+    def write_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Decoded rows (dicts), their fields turned into cells of this format."""
+        fmt = self.fmt
+        if fmt == "jsonl":
+            self.fh.write(
+                "".join(
+                    json.dumps(
+                        {k: export_cell(v, fmt) for k, v in row.items()}, default=_json_default
+                    )
+                    + "\n"
+                    for row in rows
+                ).encode()
+            )
+            return
+        if self.columns is None:
+            self._header(list(rows[0]))
+        assert self.columns is not None
+        extra = {k for row in rows for k in row} - set(self.columns) - self.dropped
+        if extra:
+            self.dropped |= extra
+            print(
+                f"tallyboard export: columns {sorted(extra)} appear after the first file and "
+                "are left out (export as jsonl to keep every field)",
+                file=sys.stderr,
+            )
+        cells = [[export_cell(row.get(k), fmt) for k in self.columns] for row in rows]
+        if fmt == "csv":
+            self._csv(cells)
+        else:
+            self._parquet({k: [c[i] for c in cells] for i, k in enumerate(self.columns)})
+
+    def _parquet(self, table_columns: dict[str, list[Any]]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            table = pa.table(table_columns, schema=self.schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise CliError(
+                f"a column changes type between files ({exc}); export as jsonl or csv instead"
+            ) from None
+        if self.pq_writer is None:
+            self.schema = table.schema
+            self.pq_writer = pq.ParquetWriter(self.fh, self.schema)
+        self.pq_writer.write_table(table)
+
+    def close(self) -> None:
+        if self.fmt == "csv" and self.columns is None:
+            self._header(ROW_COLUMNS)
+        if self.fmt != "parquet":
+            return
+        if self.pq_writer is None:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            schema = self.schema or pa.schema(
+                [("run", pa.string()), ("tag", pa.string()), ("step", pa.int64())]
+                + [("wall_time", pa.float64())]
+            )
+            pq.write_table(schema.empty_table(), self.fh)
+        else:
+            self.pq_writer.close()
+
+
+def cmd_export(
+    logdir: str,
+    out: str,
+    fmt: str | None,
+    runs: Sequence[str] | None,
+    tags: Sequence[str] | None,
+    force: bool,
+    kind: str = SCALAR,
+    formats: Sequence[str] | None = None,
+) -> int:
+    from tallyboard.plugin.registry import get_registry
+
+    if fmt is None:
+        fmt = os.path.splitext(out)[1].lstrip(".").lower()
+        if fmt not in EXPORT_FORMATS:
+            raise CliError(
+                f"cannot tell the format from {out!r}: use a .csv, .parquet or .jsonl name or --format"
+            )
+    try:
+        kind_spec = get_registry().kind(kind)
+    except ValueError as e:
+        raise CliError(f"--kind: {e}") from None
+    if os.path.exists(out) and not force:
+        raise CliError(f"{out} exists; pass --force to overwrite it")
+    run_reader = _reader(logdir, formats, kind)
+    files = run_reader.discover()
+    _note_skipped(run_reader)
+    run_set, tag_set = (set(runs) if runs else None), (set(tags) if tags else None)
+    tmp = out + ".partial"
+    progress = _Progress(len(files))
+    rows_written = 0
+    scalar = kind == SCALAR
+    try:
+        with open(tmp, "wb") as fh:
+            writer = _Out(
+                fh,
+                fmt,
+                SCALAR_COLUMNS if scalar else None,
+                _arrow_schema() if scalar and fmt == "parquet" else None,
+            )
+            if scalar and fmt == "csv":
+                writer._header(SCALAR_COLUMNS)
+            for run, reader in files:
+                batch = reader.read_new()
+                progress.update()
+                if run_set is not None and run not in run_set:
+                    continue
+                if scalar:
+                    records = _scalar_records(run, batch, tag_set)
+                    if records:
+                        writer.write_records(records)
+                    rows_written += len(records)
+                else:
+                    rows = _kind_rows(run, batch, kind_spec, tag_set)
+                    if rows:
+                        writer.write_rows(rows)
+                    rows_written += len(rows)
+            writer.close()
+        os.replace(tmp, out)
+    finally:
+        progress.close()
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    noun = "scalars" if scalar else f"{kind} rows"
+    print(f"wrote {rows_written} {noun} to {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_convert(
+    src: str, dst: str, to: str, force: bool, formats: Sequence[str] | None = None
+) -> int:
+    from tallyboard.reading.convert import convert
+
+    bar: list[_Progress] = []
+
+    def progress(done: int, total: int) -> None:
+        if not bar:
+            bar.append(_Progress(total, "convert"))
+        bar[0].update()
+
+    try:
+        summary = convert(src, dst, to, force=force, progress=progress, formats=formats)
+    except (TypeError, ValueError, FileExistsError) as e:
+        raise CliError(str(e)) from None
+    finally:
+        if bar:
+            bar[0].close()
+    if not summary.files:
+        print(
+            f"tallyboard convert: no readable files under {src}; nothing written", file=sys.stderr
+        )
+        return 0
+    print(f"tallyboard convert: {summary.converted_line()}", file=sys.stderr)
+    line = summary.not_converted_line()
+    if line:
+        print(f"tallyboard convert: {line}", file=sys.stderr)
+    return 0
+
+
+def smooth(values: Sequence[float], weight: float) -> list[float]:
+    """TensorBoard's debiased exponential moving average (``weight`` in [0, 1), 0 is no smoothing).
+
+    ``last = last * w + (1 - w) * v``, divided by ``1 - w ** n`` after ``n`` finite values so the
+    start is not pulled toward zero; non-finite values pass through unchanged.
+    """
+    if not 0 <= weight < 1:
+        raise ValueError(f"weight must be in [0, 1), got {weight!r}")
+    last, n, out = 0.0, 0, []
+    for v in values:
+        if v != v or v in (float("inf"), float("-inf")):
+            out.append(v)
+            continue
+        last = last * weight + (1 - weight) * v
+        n += 1
+        out.append(last / (1 - weight**n) if weight else last)
+    return out
+
+
+def cmd_plot(
+    logdir: str,
+    tag: str,
+    out: str,
+    weight: float,
+    band: bool,
+    runs: Sequence[str] | None,
+    force: bool,
+    formats: Sequence[str] | None = None,
+) -> int:
+    import numpy as np
+
+    if os.path.exists(out) and not force:
+        raise CliError(f"{out} exists; pass --force to overwrite it")
+    run_set = set(runs) if runs else None
+    series: dict[str, dict[int, float]] = {}
+    seen: set[str] = set()
+    for run, b in iter_file_batches(logdir, formats):
+        if run_set is not None and run not in run_set:
+            continue
+        tags, steps, _, values = b.scalars()
+        seen.update(tags.tolist())
+        for t, step, v in zip(tags.tolist(), steps.tolist(), values.tolist()):
+            if t == tag:
+                series.setdefault(run, {})[int(step)] = float(v)
+    if not series:
+        have = ", ".join(sorted(seen)) or "none"
+        raise CliError(f"no scalar tag {tag!r} in the selected runs; tags there: {have}")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
+    if band:
+        steps = sorted(set().union(*(set(s) for s in series.values())))
+        grid = np.full((len(series), len(steps)), np.nan)
+        col = {s: i for i, s in enumerate(steps)}
+        for r, s in enumerate(series.values()):
+            for st, v in s.items():
+                grid[r, col[st]] = v
+        grid = np.array([smooth(list(row), weight) for row in grid])
+        with np.errstate(all="ignore"):
+            lo, hi = np.nanmin(grid, axis=0), np.nanmax(grid, axis=0)
+            mean = np.nanmean(grid, axis=0)
+        ax.fill_between(steps, lo, hi, alpha=0.3, label=f"min..max over {len(series)} runs")
+        ax.plot(steps, mean, label="mean")
+    else:
+        for run in sorted(series):
+            pts = sorted(series[run].items())
+            ax.plot([p[0] for p in pts], smooth([p[1] for p in pts], weight), label=run)
+    ax.set_xlabel("step")
+    ax.set_ylabel(tag)
+    ax.set_title(tag + (f" (smoothing {weight})" if weight else ""))
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_board(logdir: str, host: str, port: int) -> int:
+    try:
+        import tensorboard.main  # noqa: F401
+    except ImportError:
+        print(
+            "tallyboard board: TensorBoard is not installed; pip install tensorboard",
+            file=sys.stderr,
+        )
+        return 1
+    if not os.path.isdir(logdir) and "://" not in logdir:
+        raise CliError(f"logdir {logdir!r} is not a directory")
+    cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", host]
+    cmd += ["--port", str(port)]
+    if os.name == "posix":
+        os.execv(sys.executable, cmd)
+    return subprocess.call(cmd)
+
+
+def _smoothing(text: str) -> float:
+    import argparse
+
+    try:
+        w = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
+    if not 0 <= w < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
+    return w
+
+
+def _add_from(parser: Any) -> None:
+    parser.add_argument(
+        "--from",
+        dest="formats",
+        nargs="+",
+        metavar="FORMAT",
+        help="read only these formats (tfevents, mindspore, csv, jsonl, ...); by default a run "
+        "holding the same values in several formats is read in one, event files first",
+    )
+
+
+def add_parsers(sub: Any) -> None:
+    """Add ``ls``, ``export``, ``plot``, ``board`` and ``convert`` to the ``tallyboard`` subparsers."""
+    p = sub.add_parser("ls", help="runs, tags per kind, counts, step range, last update")
+    p.add_argument("logdir")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_from(p)
+    p = sub.add_parser("export", help="scalars (or another kind) to csv, parquet or jsonl")
+    p.add_argument("logdir")
+    p.add_argument("-o", "--output", required=True, help="out.csv, out.parquet or out.jsonl")
+    p.add_argument("--format", choices=EXPORT_FORMATS, help="default: from the output suffix")
+    p.add_argument("--runs", nargs="+", help="keep only these runs")
+    p.add_argument("--tags", nargs="+", help="keep only these tags")
+    p.add_argument(
+        "--kind",
+        default=SCALAR,
+        help="the kind to export (default scalar): histogram, image, text, audio, tensor, ...; "
+        "bytes are base64 in csv/jsonl and binary in parquet, arrays nested lists in jsonl and "
+        ".npy bytes in parquet",
+    )
+    _add_from(p)
+    p.add_argument("--force", action="store_true", help="overwrite the output")
+    p = sub.add_parser("plot", help="one scalar tag over runs as a PNG")
+    p.add_argument("logdir")
+    p.add_argument("--tag", required=True)
+    p.add_argument("-o", "--output", required=True, help="image path (.png)")
+    p.add_argument("--smooth", type=_smoothing, default=0.0, help="TensorBoard smoothing, [0, 1)")
+    p.add_argument("--band", action="store_true", help="mean over runs with a min..max band")
+    p.add_argument("--runs", nargs="+", help="keep only these runs")
+    _add_from(p)
+    p.add_argument("--force", action="store_true", help="overwrite the output")
+    p = sub.add_parser("board", help="start TensorBoard on the log dir")
+    p.add_argument("logdir")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=6006)
+    p = sub.add_parser("convert", help="rewrite every run in another format (tfevents, mindspore)")
+    p.add_argument("src", help="log dir (path or fsspec URL) whose runs are read")
+    p.add_argument("dst", help="local directory the converted runs go to (dst/<run>)")
+    p.add_argument("--to", required=True, help="target format: a sink name, such as tfevents")
+    p.add_argument("--force", action="store_true", help="write into a dst that holds files")
+    _add_from(p)
+
+
+def dispatch(args: Any) -> int:
+    """Run the command ``args`` names; a :class:`CliError` becomes one line and exit code 1."""
+    try:
+        if args.command == "ls":
+            return cmd_ls(args.logdir, args.json, args.formats)
+        if args.command == "export":
+            return cmd_export(
+                args.logdir,
+                args.output,
+                args.format,
+                args.runs,
+                args.tags,
+                args.force,
+                args.kind,
+                args.formats,
+            )
+        if args.command == "plot":
+            return cmd_plot(
+                args.logdir,
+                args.tag,
+                args.output,
+                args.smooth,
+                args.band,
+                args.runs,
+                args.force,
+                args.formats,
+            )
+        if args.command == "board":
+            return cmd_board(args.logdir, args.host, args.port)
+        if args.command == "convert":
+            return cmd_convert(args.src, args.dst, args.to, args.force, args.formats)
+    except CliError as e:
+        print(f"tallyboard {args.command}: {e}", file=sys.stderr)
+        return 1
+    return 2

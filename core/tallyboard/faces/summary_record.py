@@ -1,0 +1,639 @@
+"""The ``mindspore.SummaryRecord`` face.
+
+Same constructor, methods, validation and error types as MindSpore's ``SummaryRecord``. Values
+are pooled by ``add_value`` and handed, once per ``record()``, to the ``mindspore`` sink (a
+plugin), which writes MindSpore's summary and lineage files. The face knows no file format.
+
+Differences from MindSpore (see ``docs/mindspore.md``): values may be NumPy arrays, torch
+tensors and other array-likes as well as MindSpore Tensors; ``tensorboard=True`` also writes
+TensorBoard event files; write errors reach the caller (``raise_exception=True``) at the next
+``record``/``flush``/``close``; an existing file is never truncated.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tallyboard.faces import ops
+from tallyboard.plugin.registry import get_registry
+from tallyboard.plugin.sinks import Sink, SinkOptions
+from tallyboard.ranks import discovery as ranks
+from tallyboard.records import lifecycle
+
+__all__ = ["SummaryRecord", "Recorded", "PLUGINS"]
+
+logger = logging.getLogger("tallyboard.faces.summary_record")
+_now = time.time
+DEFAULT_SINK = "mindspore"
+#: MindSpore plugin name -> tallyboard kind.
+PLUGINS = {
+    "scalar": "scalar",
+    "image": "image",
+    "tensor": "tensor",
+    "histogram": "histogram",
+    "train_lineage": "train_lineage",
+    "eval_lineage": "eval_lineage",
+    "dataset_graph": "dataset_graph",
+    "custom_lineage_data": "custom_lineage_data",
+    "graph": "anf_graph",
+    "landscape": "landscape",
+    "LANDSCAPE": "landscape",
+}
+_ARRAY_PLUGINS = frozenset({"scalar", "image", "tensor", "histogram"})
+#: The plugin name ``plugin_filter`` is given for a pooled kind, where the two differ.
+_PLUGIN_OF_KIND = {"anf_graph": "graph"}
+_NAME_RE = re.compile(r"^\w+[0-9a-zA-Z\_\.]*$", re.ASCII)
+_OP_KEY_RE = re.compile(r"(.+)\[:(.+)\]")
+_EXPORT_OPTIONS = {"tensor_format": {"npy", None}}
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_ndarray = np.ndarray
+#: Scalar values pooled as a Python float (what the encoders store: float32 of ``.item()``).
+_FLOAT_TYPES = frozenset({np.float16, np.float32, np.float64})
+
+_count = 0
+_count_lock = threading.Lock()
+_live: weakref.WeakSet[SummaryRecord] = weakref.WeakSet()
+
+
+class Recorded:
+    """What one ``record()`` hands a sink: ``items`` are ``(kind, tag, payload)`` in order."""
+
+    __slots__ = ("step", "wall_time", "items")
+
+    def __init__(self, step: int, wall_time: float, items: list[tuple[str, str, Any]]) -> None:
+        self.step = step
+        self.wall_time = wall_time
+        self.items = items
+
+    def __repr__(self) -> str:
+        return f"Recorded(step={self.step}, items={[(k, t) for k, t, _ in self.items]})"
+
+
+def _type_error(arg: str, value: Any, expected: str) -> TypeError:
+    return TypeError(
+        f"The type of '{arg}' should be {expected}, but got type '{type(value).__name__}'."
+    )
+
+
+def _warn_duplicates(items: list[tuple[str, str, Any]]) -> None:
+    """MindSpore's warning for each array value added again under the same name in one step
+    (both are written); logged when the step is recorded rather than when the value is added."""
+    seen: set[tuple[str, str]] = set()
+    for kind, name, _ in items:
+        if kind in _ARRAY_PLUGINS:
+            if (kind, name) in seen:
+                logger.warning(
+                    'For "SummaryRecord.add_value", %r has duplicate values. Only the newest one will '
+                    "be recorded.",
+                    f"{name}/{kind}",
+                )
+            seen.add((kind, name))
+
+
+def _make_dir(log_dir: Any) -> str:
+    if isinstance(log_dir, os.PathLike):
+        log_dir = os.fspath(log_dir)
+    if not isinstance(log_dir, str):
+        raise TypeError("The log_dir is invalid, the type should be string.")
+    if not log_dir.strip():
+        raise ValueError("The log_dir is invalid, it should be non-blank.")
+    path = os.path.realpath(log_dir)
+    if len(path) > 1024:
+        raise ValueError("The log_dir length is too long, it should be limited in 1024.")
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise NotADirectoryError(
+                f"The path({path}) is a file path, it should be a directory path."
+            )
+        return path
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except PermissionError:
+        raise TypeError("No write permission on the directory.") from None
+    return path
+
+
+def _check_export_options(options: Any) -> dict[str, str | None] | None:
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise _type_error("export_options", options, "one of '['dict', 'NoneType']'")
+    for key, value in options.items():
+        if not isinstance(key, str):
+            raise _type_error("export_option", key, "'str'")
+        if value is not None and not isinstance(value, str):
+            raise _type_error("export_format", value, "one of '['str', 'NoneType']'")
+    unexpected = set(options) - set(_EXPORT_OPTIONS)
+    if unexpected:
+        raise ValueError(
+            f'For "SummaryRecord", the keys {unexpected} of "export_options" are unsupported, '
+            f"expect the follow keys: {list(_EXPORT_OPTIONS)}"
+        )
+    for key, value in options.items():
+        if value not in _EXPORT_OPTIONS[key]:
+            raise ValueError(
+                f'For "SummaryRecord", the export_format {{{value!r}}} of "export_options" are unsupported '
+                f"for {key}, expect the follow values: {list(_EXPORT_OPTIONS[key])}"
+            )
+    return dict(options)
+
+
+def _device_id() -> dict[str, int]:
+    """MindSpore's file-name ``device_id`` is the rank when the job has more than one."""
+    info = ranks.current()
+    return {"device_id": info.rank} if info.world_size > 1 else {}
+
+
+def _mindspore() -> Any:
+    """The mindspore module if the program already imported it (a Cell implies it did)."""
+    return sys.modules.get("mindspore")
+
+
+def _is_cell(value: Any) -> bool:
+    ms = _mindspore()
+    if ms is None:
+        return False
+    try:
+        return isinstance(value, ms.nn.Cell)
+    except AttributeError:
+        return False
+
+
+class SummaryRecord:
+    """Record scalars, images, tensors, histograms, graphs and lineage as MindSpore does.
+
+    ``SummaryRecord(log_dir, file_prefix='events', file_suffix='_MS', num_process=32,
+    network=None, max_file_size=None, raise_exception=False, export_options=None)`` as in
+    MindSpore (``num_process`` is accepted and ignored). Keyword-only ``tensorboard=True`` also
+    writes TensorBoard event files into ``log_dir``, and ``sinks=[...]`` names further sinks that
+    receive every recorded value they can encode. Only one instance may be open at a time.
+    """
+
+    def __init__(
+        self,
+        log_dir: str | os.PathLike[str],
+        file_prefix: str = "events",
+        file_suffix: str = "_MS",
+        num_process: int = 32,
+        network: Any = None,
+        max_file_size: int | None = None,
+        raise_exception: bool = False,
+        export_options: dict[str, str | None] | None = None,
+        *,
+        tensorboard: bool = False,
+        sinks: Sequence[str] = (),
+    ) -> None:
+        global _count
+        with _count_lock:
+            if _count > 0:
+                raise RuntimeError(
+                    "For 'SummaryRecord', only one instance is supported in a training process, you are trying "
+                    f"to create a new one when the existing instance number is {_count}. Please check your scripts."
+                )
+            _count += 1
+        self._counted = True
+        self._closed = True
+        self._plain = False  # record() may take its hot path: open, no graph to add, no mirror
+        try:
+            self._initialize(
+                log_dir, file_prefix, file_suffix, num_process, network, max_file_size,
+                raise_exception, export_options, tensorboard, sinks,
+            )  # fmt: skip
+        except BaseException:
+            self._release()
+            raise
+        self._closed = False
+        self._update_plain()
+        _live.add(self)
+
+    def _initialize(
+        self,
+        log_dir: Any,
+        file_prefix: Any,
+        file_suffix: Any,
+        num_process: Any,
+        network: Any,
+        max_file_size: Any,
+        raise_exception: Any,
+        export_options: Any,
+        tensorboard: Any,
+        sinks: Any,
+    ) -> None:
+        self.base_log_dir = log_dir
+        path = _make_dir(log_dir)
+        if not isinstance(max_file_size, (int, type(None))):
+            raise TypeError(
+                f"For 'SummaryRecord', the 'max_file_size' should be int type, but got type {type(max_file_size)}"
+            )
+        if not isinstance(file_prefix, str) or not isinstance(file_suffix, str):
+            raise TypeError(
+                f"For 'SummaryRecord', `file_prefix` and `file_suffix`  should be str, but got type {type(file_prefix)}"
+            )
+        for target in (file_prefix, file_suffix):
+            if _NAME_RE.match(target) is None:
+                raise ValueError(
+                    f"The '{target}' is illegal, it must be match regular'{_NAME_RE.pattern}' by flags'{re.ASCII}.'"
+                )
+        if max_file_size is not None and max_file_size < 0:
+            logger.warning(
+                "For 'SummaryRecord', the 'max_file_size' should be greater than 0. but got value %s.",
+                max_file_size,
+            )
+            max_file_size = None
+        if not isinstance(raise_exception, bool):
+            raise _type_error("raise_exception", raise_exception, "'bool'")
+        if not isinstance(tensorboard, bool):
+            raise _type_error("tensorboard", tensorboard, "'bool'")
+        self._export_options = _check_export_options(export_options)
+        if network is not None and _mindspore() is None:
+            raise TypeError(
+                "The 'network' argument needs MindSpore (a mindspore.nn.Cell); without MindSpore pass "
+                "network=None and add graphs with add_value('graph', name, model_proto_bytes)."
+            )
+        self.file_prefix = file_prefix
+        self.file_suffix = file_suffix
+        self.network = network
+        self.max_file_size = max_file_size
+        self.raise_exception = raise_exception
+        self._num_process = num_process
+        self._dir = path
+        self._mode = "train"
+        self._has_graph = False
+        # The pool: one flat list of (kind, name, payload), never replaced. add_value appends
+        # (atomic under the GIL); record() copies it and deletes what it copied, so a value
+        # added meanwhile by another thread stays for the next record. No lock on the hot path.
+        # Duplicate names are looked for when a step holds more than one value.
+        self._pool: list[tuple[str, str, Any]] = []
+        registry = get_registry()
+        self._kinds = registry.kinds
+        options = SinkOptions(
+            log_dir=path,
+            max_queue=10,
+            flush_secs=2.0,
+            extra={
+                "file_prefix": file_prefix,
+                "file_suffix": file_suffix,
+                "max_file_size": max_file_size,
+                "raise_exception": raise_exception,
+                "export_options": self._export_options,
+                "time_second": int(_now()),
+                **_device_id(),
+            },
+        )
+        self._sink: Sink = registry.sink(DEFAULT_SINK).open(options)
+        # A sink may take a record() directly as write_record(step, wall_time, items), sparing
+        # the Recorded wrapper on the hot path; any other sink gets write(Recorded(...)).
+        self._write_record: Callable[[int, float, list[tuple[str, str, Any]]], None] = getattr(
+            self._sink, "write_record", None
+        ) or (lambda step, wall_time, items: self._sink.write(Recorded(step, wall_time, items)))
+        # ... and a step of one value as write_value(step, wall_time, (kind, tag, payload)).
+        self._write_value: Callable[[int, float, tuple[str, str, Any]], None] | None = getattr(
+            self._sink, "write_value", None
+        )
+        if isinstance(sinks, str) or not all(isinstance(n, str) for n in sinks):
+            raise _type_error("sinks", sinks, "a list of sink names")
+        extra = list(dict.fromkeys([*sinks, *(["tfevents"] if tensorboard else [])]))
+        for name in extra:
+            registry.sink(name)  # unknown sink names fail here, with the installed ones listed
+        self._extra_sinks = extra
+        self._mirrored_kinds = {
+            kind
+            for kind in registry.kinds
+            for name in extra
+            if (kind, name) in registry.encoders or ("*", name) in registry.encoders
+        }
+        self._mirror: Any = None
+
+    # -- properties --------------------------------------------------------------------------
+
+    @property
+    def log_dir(self) -> str:
+        """The full path of the summary file (created on the first write)."""
+        return str(getattr(self._sink, "path", self._dir))
+
+    @property
+    def file_info(self) -> dict[str, str]:
+        """``{'file_name': ..., 'file_path': ...}`` of the summary file."""
+        return {"file_name": os.path.basename(self.log_dir), "file_path": self.log_dir}
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- context manager ---------------------------------------------------------------------
+
+    def __enter__(self) -> SummaryRecord:
+        if self._closed:
+            raise ValueError(
+                'For "SummaryRecord", SummaryRecord has been closed, please check if close() method is called'
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- API ---------------------------------------------------------------------------------
+
+    def set_mode(self, mode: str) -> None:
+        """'train' (default: operator values are recorded) or 'eval' (they are left in the cache)."""
+        if mode not in ("train", "eval"):
+            raise ValueError(
+                f'For "SummaryRecord.set_mode", {mode!r} is not a recognized mode, expect the parameter "mode" '
+                'is "train" or "eval"'
+            )
+        self._mode = mode
+
+    def add_value(self, plugin: str, name: str, value: Any) -> None:
+        """Pool ``value`` under ``name`` for the next ``record()``.
+
+        ``plugin`` is one of scalar, image, tensor, histogram (array values), graph (serialized
+        ModelProto), train_lineage, eval_lineage, dataset_graph, custom_lineage_data (lineage
+        messages) or landscape / LANDSCAPE (a LossLandscape).
+        """
+        if plugin == "scalar" and type(name) is str and name and not self._closed:
+            # The hot path: a float scalar is pooled as a Python float (its snapshot).
+            value_type = type(value)
+            if value_type is _ndarray:
+                number = (
+                    value.item() if value.size == 1 and value.dtype.type in _FLOAT_TYPES else None
+                )
+            elif value_type is float:
+                number = value
+            else:  # NumPy's scalar types are the dtypes' own types
+                number = value.item() if value_type in _FLOAT_TYPES else None
+            if number is not None:
+                self._pool.append(("scalar", name, number))
+                return
+        if plugin in _ARRAY_PLUGINS:
+            if not name or not isinstance(name, str):
+                raise ValueError(
+                    f'For "SummaryRecord", the parameter "name" type should be str, but got {type(name)}.'
+                )
+            payload = ops.to_numpy(plugin, value)
+            kind = plugin
+        else:
+            found = PLUGINS.get(plugin) if type(plugin) is str else None
+            if found is None and type(plugin) is str and plugin in self._kinds:
+                found = plugin  # a kind some other plugin registered: reachable here too
+            if found is None:
+                others = sorted(set(self._kinds) - set(PLUGINS))
+                raise ValueError(
+                    f'For "SummaryRecord.add_value", no such "plugin" of {plugin!r} , expect value is one of [tensor, '
+                    "scalar, image, histogram, train_lineage, eval_lineage, dataset_graph, custom_lineage_data, "
+                    f"graph, landscape]; kinds of installed plugins work too: [{', '.join(others)}]"
+                )
+            kind = found
+            registered = self._kinds.get(kind)
+            if registered is None:
+                raise ValueError(
+                    f"Plugin {plugin!r} needs the tallyboard kind {kind!r}, which no installed plugin provides"
+                )
+            payload = registered.convert(value)
+            if plugin == "LANDSCAPE":
+                plugin = "landscape"
+            if (
+                plugin in PLUGINS
+            ):  # MindSpore ignores the name of its non-array plugins but landscape
+                name = name if plugin == "landscape" and isinstance(name, str) else ""
+            elif not isinstance(name, str) or not name:
+                raise ValueError(
+                    f'For "SummaryRecord", the parameter "name" type should be str, but got {type(name)}.'
+                )
+        if self._closed:
+            logger.warning(
+                "SummaryRecord is closed: the %r value %r is pooled but will never be written",
+                plugin,
+                name,
+            )
+        self._pool.append((kind, name, payload))
+
+    def record(
+        self,
+        step: int,
+        train_network: Any = None,
+        plugin_filter: Callable[[str], Any] | None = None,
+    ) -> bool:
+        """Write everything pooled (and, in 'train' mode, the operator cache) as step ``step``.
+
+        Returns False (after logging an error) when closed, True otherwise.
+        """
+        if (
+            type(step) is int
+            and train_network is None
+            and plugin_filter is None
+            and self._plain
+            and _INT64_MIN <= step <= _INT64_MAX
+            and not (ops._cache and self._mode == "train")
+        ):  # the hot path: values pooled by add_value only, no graph, filter or extra sink
+            pool = self._pool
+            if len(pool) == 1 and self._write_value is not None:
+                item = pool[0]
+                del pool[0]  # a value another thread adds meanwhile stays for the next record
+                self._write_value(step, _now(), item)
+                return True
+            if not pool:
+                return True
+            items = pool[:]
+            del pool[: len(items)]
+            if len(items) > 1:
+                return self._record_items(step, items, None)
+            self._write_record(step, _now(), items)
+            return True
+        if type(step) is not int:
+            if isinstance(step, bool) or not isinstance(step, int):
+                raise _type_error("step", step, "'int'")
+            step = int(step)
+        if not _INT64_MIN <= step <= _INT64_MAX:
+            raise ValueError(f"For 'SummaryRecord', the 'step' {step} is outside the int64 range")
+        if train_network is not None and not _is_cell(train_network):
+            raise _type_error("train_network", train_network, "one of '['Cell', 'NoneType']'")
+        if self._closed:
+            logger.error(
+                "For 'SummaryRecord', The record writer is closed, please check if close() method is called"
+            )
+            return False
+        if self.network is not None and not self._has_graph:
+            self._record_graph(step, train_network)
+        if self._mode == "train" and ops._cache:
+            for key, value in ops.take().items():
+                match = _OP_KEY_RE.match(key)
+                if match is None:
+                    logger.warning("The name(%r) is invalid, expected 'TAG[:TYPE]'.", key)
+                    continue
+                tag, type_name = match.groups()
+                self.add_value(type_name.lower(), tag, value)
+        pool = self._pool
+        items = pool[:]
+        del pool[: len(items)]
+        return self._record_items(step, items, plugin_filter)
+
+    def _record_items(
+        self,
+        step: int,
+        items: list[tuple[str, str, Any]],
+        plugin_filter: Callable[[str], Any] | None,
+    ) -> bool:
+        """Write pooled ``items`` grouped by plugin in order of first use, as MindSpore does."""
+        if not items:
+            return True
+        wall_time = _now()
+        if len(items) > 1:
+            _warn_duplicates(items)
+        first = items[0][0]
+        if len(items) > 1 and any(kind != first for kind, _, _ in items):
+            groups: dict[str, list[tuple[str, str, Any]]] = {}
+            for item in items:
+                group = groups.get(item[0])
+                if group is None:
+                    groups[item[0]] = [item]
+                else:
+                    group.append(item)
+            items = [item for group in groups.values() for item in group]
+        if plugin_filter:  # called once per plugin, as MindSpore calls it
+            keep = {
+                kind: plugin_filter(_PLUGIN_OF_KIND.get(kind, kind))
+                for kind in dict.fromkeys(kind for kind, _, _ in items)
+            }
+            items = [item for item in items if keep[item[0]]]
+        if items:
+            self._write_record(step, wall_time, items)
+            if self._extra_sinks:
+                self._mirror_values(step, wall_time, items)
+        return True
+
+    def flush(self) -> None:
+        """Write everything recorded so far to disk (fsync); logs an error when closed."""
+        if self._closed:
+            logger.error(
+                "For 'SummaryRecord', the record writer is closed and can not flush, please check if close() "
+                "method is called"
+            )
+            return
+        self._sink.flush()
+        if self._mirror is not None:
+            self._mirror.flush()
+
+    def close(self) -> None:
+        """Write everything, close the files and make them read-only; a second call does nothing."""
+        with _count_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._plain = False
+        _live.discard(self)
+        try:
+            self._sink.close()
+        finally:
+            self._release()
+            if self._mirror is not None:
+                self._mirror.close()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _release(self) -> None:
+        global _count
+        with _count_lock:
+            if self._counted:
+                self._counted = False
+                _count -= 1
+
+    def _record_graph(self, step: int, train_network: Any) -> None:
+        proto = None
+        try:
+            from mindspore.common.api import _cell_graph_executor
+
+            proto = _cell_graph_executor.get_optimize_graph_proto(self.network)
+            if proto is None and train_network is not None:
+                proto = _cell_graph_executor.get_optimize_graph_proto(train_network)
+        except Exception as exc:  # MindSpore internals differ between versions
+            logger.warning("Failed to get proto for graph: %s", exc)
+        if proto is None:
+            logger.warning("Failed to get proto for graph.")
+            return
+        graph = self._kinds["anf_graph"].convert(proto)
+        self._sink.write(Recorded(step, _now(), [("anf_graph", "", graph)]))
+        self._has_graph = True
+        self._update_plain()
+
+    def _update_plain(self) -> None:
+        self._plain = (
+            not self._closed and (self.network is None or self._has_graph) and not self._extra_sinks
+        )
+
+    def _mirror_values(
+        self, step: int, wall_time: float, items: list[tuple[str, str, Any]]
+    ) -> None:
+        """Write the values of one record() to the extra sinks too, through the writer face.
+
+        Each value goes through its kind's own conversion (the torch-face semantics of that kind);
+        a value that kind rejects is logged and skipped, as MindSpore drops bad values at write time.
+        """
+        writer = self._mirror
+        if writer is None:
+            from tallyboard.faces.summary_writer import SummaryWriter
+
+            writer = self._mirror = SummaryWriter(
+                self._dir, flush_secs=2.0, sinks=self._extra_sinks
+            )
+        for kind, tag, value in items:
+            if kind not in self._mirrored_kinds:
+                continue
+            try:
+                writer.add_value(kind, tag or kind, value, step, wall_time)
+            except (TypeError, ValueError) as exc:
+                logger.error(
+                    "extra sinks: the %s value %r is not written there: %s", kind, tag, exc
+                )
+
+    def _after_fork(self) -> None:
+        abandon = getattr(self._sink, "abandon", None)
+        if abandon is not None:
+            abandon()
+        self._closed = True
+        self._plain = False
+        self._counted = False
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<SummaryRecord {self.log_dir!r} {state}>"
+
+
+def close_all() -> None:
+    """Close every open SummaryRecord (run at interpreter exit)."""
+    for record in list(_live):
+        try:
+            record.close()
+        except Exception as exc:
+            logger.error("closing %r at exit failed: %s", record, exc)
+
+
+def _after_fork() -> None:
+    global _count, _count_lock
+    _count_lock = threading.Lock()
+    for record in list(_live):
+        record._after_fork()
+    _live.clear()
+    _count = 0
+
+
+def __getattr__(name: str) -> Any:
+    """Message classes that kinds expose (``TrainLineage``, ``LossLandscape``, ...)."""
+    for kind in get_registry().kinds.values():
+        classes = getattr(kind.convert, "message_classes", None)
+        if classes and name in classes:
+            return classes[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+lifecycle.on_exit(lifecycle.WRITERS - 1, close_all)
+lifecycle.on_fork_child(_after_fork)

@@ -1,0 +1,641 @@
+"""The ``torch.utils.tensorboard.SummaryWriter`` face.
+
+The writer itself knows no data kind: every ``add_*`` method comes from a kind plugin and ends
+in :meth:`SummaryWriter.emit`, which hands the payload to each open sink through the encoder
+registered for that (kind, sink) pair.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import socket
+import threading
+import types
+import warnings
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from tallyboard import paths, warn
+from tallyboard.plugin.registry import Registry, get_registry
+from tallyboard.plugin.sinks import Deferred, Sink, SinkOptions, SinkSpec
+from tallyboard.ranks import reduce as distributed
+from tallyboard.ranks.discovery import in_dataloader_worker
+from tallyboard.records import lifecycle
+from tallyboard.values import (
+    check_int,
+    check_positive_number,
+    check_step,
+    check_tag,
+    check_walltime,
+)
+from tallyboard.warn import SinkWarning
+
+_now = __import__("time").time
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_valid_tags: set[str] = set()
+_live_writers: weakref.WeakSet[SummaryWriter] = weakref.WeakSet()
+DEFAULT_SINKS = ("tfevents",)
+SINK_ERRORS = ("raise", "warn")
+# How a route hands a payload to its sink: encoded now, as a Deferred encode (heavy kinds), or
+# as a row (key, tag, step, wall_time, payload) that the sink frames in batches later: for an
+# encoder with a ``batch`` attribute and a sink with ``write_row`` and ``row_key`` (the key that
+# stands for ``batch``), as RecordFile.write_row describes.
+_NOW, _DEFERRED, _ROW = 0, 1, 2
+_Route = tuple[Callable[..., Any], Callable[[Any], None], int]
+
+
+class SinkTarget:
+    """One sink a writer writes to: its spec and, when chosen by URL, its own location."""
+
+    __slots__ = ("spec", "location", "text")
+
+    def __init__(self, spec: SinkSpec, location: str | None, text: str) -> None:
+        self.spec = spec
+        self.location = location  # None: the writer's log_dir
+        self.text = text
+
+    def for_child(self, rel: str) -> SinkTarget:
+        """The same sink for sub-run ``rel`` (a validated relative path)."""
+        loc = None if self.location is None else paths.join(self.location, rel)
+        return SinkTarget(self.spec, loc, self.text)
+
+
+def parse_sinks(registry: Registry, sinks: Sequence[str] | None) -> list[SinkTarget]:
+    """Resolve the ``sinks=`` argument: sink names, or URLs naming a sink and where it writes.
+
+    - ``"csv"``: the sink called (or registered for scheme) ``csv``, writing into ``log_dir``;
+    - ``"csv+s3://bucket/run"``: the ``csv`` sink writing into ``s3://bucket/run``;
+    - ``"csv:///tmp/run"`` / ``"csv://rel/run"``: the sink registered for URL scheme ``csv``,
+      writing into the path after ``://``.
+    """
+    if sinks is None:
+        sinks = DEFAULT_SINKS
+    if isinstance(sinks, str) or not hasattr(sinks, "__iter__"):
+        raise TypeError(
+            f"sinks must be a list of sink names or URLs, got {type(sinks).__name__}: {sinks!r}"
+        )
+    targets: list[SinkTarget] = []
+    for entry in sinks:
+        if not isinstance(entry, str) or not entry:
+            raise TypeError(
+                f"sinks entries must be non-empty str (a sink name or URL), got {entry!r}"
+            )
+        location: str | None = None
+        name = entry
+        if "://" in entry:
+            scheme, rest = entry.split("://", 1)
+            if "+" in scheme:
+                name, inner = scheme.split("+", 1)
+                location = f"{inner}://{rest}"
+            else:
+                name, location = scheme, rest
+            if not location or location.endswith("://"):
+                raise ValueError(f"sink URL {entry!r} names no location")
+        try:
+            spec = registry.sink(name)
+        except ValueError as exc:
+            raise ValueError(f"sinks entry {entry!r}: {exc}") from None
+        if any(t.spec.name == spec.name and t.location == location for t in targets):
+            raise ValueError(
+                f"sinks entry {entry!r} repeats sink {spec.name!r} for the same location"
+            )
+        targets.append(SinkTarget(spec, location, entry))
+    if not targets:
+        raise TypeError("sinks must name at least one sink")
+    return targets
+
+
+def default_log_dir(comment: str = "") -> str:
+    """torch's default: ``runs/<Mon><DD>_<HH>-<MM>-<SS>_<hostname><comment>``."""
+    stamp = datetime.now().strftime("%b%d_%H-%M-%S")
+    return os.path.join("runs", f"{stamp}_{socket.gethostname()}{comment}")
+
+
+class FileWriter:
+    """torch's ``FileWriter`` face over a :class:`SummaryWriter` (see ``_get_file_writer``).
+
+    ``add_event(event, step, walltime)`` and ``add_summary(summary, global_step, walltime)``
+    take TensorBoard protobufs; they are the writer's methods of the same names, which a sink
+    plugin provides (the built-in ``tfevents`` plugin does). ``flush``, ``close`` and
+    ``get_logdir`` are the writer's.
+    """
+
+    __slots__ = ("writer",)
+
+    def __init__(self, writer: SummaryWriter) -> None:
+        self.writer = writer
+
+    def add_event(self, event: Any, step: Any = None, walltime: Any = None) -> None:
+        self.writer.add_event(event, step, walltime)
+
+    def add_summary(self, summary: Any, global_step: Any = None, walltime: Any = None) -> None:
+        self.writer.add_summary(summary, global_step, walltime)
+
+    def get_logdir(self) -> Any:
+        return self.writer.get_logdir()
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class SummaryWriter:
+    """Write training logs that TensorBoard (and other sinks) can read.
+
+    Same constructor as torch's; ``log_dir`` may be an fsspec URL (``s3://bucket/run``).
+    ``sinks`` (keyword only) chooses where records go: sink names (``["tfevents", "csv"]``) or
+    URLs (``"csv+s3://bucket/run"``, see :func:`parse_sinks`); the default writes TensorBoard
+    event files. ``sink_errors`` says what a failing sink does: ``"raise"`` (the error reaches
+    the caller) or ``"warn"`` (one warning naming the sink, which is then dropped, and the other
+    sinks go on). The default is ``"raise"`` with one sink and ``"warn"`` with several.
+
+    In a distributed job (rank from ``torch.distributed``, else torchrun/Slurm/Open MPI variables)
+    ``ranks`` chooses who writes: ``"zero"`` (default: rank 0 only; other ranks validate every
+    ``add_*`` and write nothing), ``"each"`` (sub-run ``rank_<k>/`` per rank) or ``"all"`` (one
+    run, tags end in ``/rank_<k>``). ``reduce`` (``"mean"``, ``"sum"``, ``"min"``, ``"max"``, or a
+    dict ``{tag: op}`` with ``"*"`` for the rest) makes scalars one value per step for the whole
+    job: they are buffered and reduced across ranks in one batch at :meth:`sync`, which
+    :meth:`flush` and :meth:`close` call too; every rank must then call them the same number of
+    times. A rank that does not reach them within ``sync_timeout`` seconds gives the others a
+    :class:`~tallyboard.ranks.reduce.RankSyncError`. DataLoader worker processes never write.
+    """
+
+    def __init__(
+        self,
+        log_dir: str | os.PathLike[str] | None = None,
+        comment: str = "",
+        purge_step: int | None = None,
+        max_queue: int = 10,
+        flush_secs: float = 120,
+        filename_suffix: str = "",
+        *,
+        sinks: Sequence[str] | None = None,
+        sink_errors: str | None = None,
+        ranks: str | None = None,
+        reduce: str | dict[str, str] | None = None,
+        sync_timeout: float = distributed.DEFAULT_SYNC_TIMEOUT,
+        _targets: list[SinkTarget] | None = None,
+        _plan: distributed.RankPlan | None = None,
+    ) -> None:
+        if not isinstance(comment, str):
+            raise TypeError(f"comment must be a str, got {type(comment).__name__}")
+        if not isinstance(filename_suffix, str):
+            raise TypeError(f"filename_suffix must be a str, got {type(filename_suffix).__name__}")
+        if "/" in filename_suffix or "\\" in filename_suffix or "\0" in filename_suffix:
+            raise ValueError(
+                f"filename_suffix {filename_suffix!r} must not contain path separators or NUL"
+            )
+        if log_dir is not None and not isinstance(log_dir, (str, os.PathLike)):
+            raise TypeError(f"log_dir must be a str or os.PathLike, got {type(log_dir).__name__}")
+        self.log_dir: Any = log_dir if log_dir else default_log_dir(comment)
+        self._dir = os.fspath(self.log_dir)
+        plan = self._plan = _plan if _plan is not None else distributed.plan_ranks(ranks)
+        if plan.subdir:
+            self.log_dir = self._dir = paths.join(self._dir, plan.subdir)
+        if reduce is not None and plan.mode != "zero":
+            raise ValueError(
+                f"reduce= writes one value per step from rank 0: use ranks='zero', not {plan.mode!r}"
+            )
+        self._sync_timeout = distributed.check_timeout(sync_timeout)
+        self._rank_sync = None if reduce is None else distributed.RankSync(reduce, sync_timeout)
+        self.purge_step = check_step(purge_step, "purge_step")
+        self.max_queue = check_int(max_queue, "max_queue", minimum=1)
+        self.flush_secs = check_positive_number(flush_secs, "flush_secs")
+        self.filename_suffix = filename_suffix
+        self._registry: Registry = get_registry()
+        self._targets = (
+            list(_targets) if _targets is not None else parse_sinks(self._registry, sinks)
+        )
+        self._sink_names = tuple(t.text for t in self._targets)
+        if sink_errors is None:
+            sink_errors = "raise" if len(self._targets) == 1 else "warn"
+        if sink_errors not in SINK_ERRORS:
+            raise ValueError(f"sink_errors must be one of {SINK_ERRORS}, got {sink_errors!r}")
+        self.sink_errors = sink_errors
+        self._lock = threading.RLock()
+        self._sinks: list[tuple[str, Sink]] = []
+        self._routes: dict[str, list[_Route]] = {}
+        self._children: dict[str, SummaryWriter] = {}
+        self._closed = True
+        if plan.writes:
+            self._open()
+        self._route_emit()
+        _live_writers.add(self)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        with self._lock:
+            if not self._closed or not self._plan.writes:
+                return
+            if in_dataloader_worker():
+                self._plan = distributed.RankPlan(self._plan.mode, writes=False)
+                self._route_emit()
+                return
+            opened: list[tuple[str, Sink]] = []
+            failed: list[tuple[SinkTarget, BaseException]] = []
+            try:
+                for target in self._targets:
+                    options = SinkOptions(
+                        log_dir=self._dir if target.location is None else target.location,
+                        max_queue=self.max_queue,
+                        flush_secs=self.flush_secs,
+                        filename_suffix=self.filename_suffix,
+                        purge_step=self.purge_step,
+                        extra={"sink": target.text, "writer_log_dir": self._dir},
+                    )
+                    try:
+                        opened.append((target.spec.name, target.spec.open(options)))
+                    except Exception as exc:
+                        if self.sink_errors == "raise":
+                            raise
+                        failed.append((target, exc))
+                if not opened:
+                    raise failed[0][1]
+            except BaseException:
+                for _, sink in opened:
+                    _close_quietly(sink)
+                raise
+            for target, error in failed:
+                _warn_failed(target.text, "open", error)
+            self.purge_step = None  # applied once, as torch does
+            self._sinks = opened
+            self._routes = {}
+            self._closed = False
+        self._registry.call_lifecycle("writer_opened", self)
+
+    def get_logdir(self) -> Any:
+        """The directory this writer writes to, as given."""
+        return self.log_dir
+
+    @property
+    def writes(self) -> bool:
+        """False on a rank (or DataLoader worker) that validates ``add_*`` calls and writes nothing."""
+        return self._plan.writes
+
+    def _route_emit(self) -> None:
+        """Bind ``emit`` for this rank: as is, validation only, rank-tagged, or into the reduction."""
+        self.__dict__.pop("emit", None)
+        if not self._plan.writes:
+            self.emit = _check_only  # type: ignore[method-assign]
+        elif self._plan.suffix:
+            self.emit = functools.partial(_emit_tagged, self, self._plan.suffix)  # type: ignore[method-assign]
+        if self._rank_sync is not None:
+            self.emit = functools.partial(_emit_reduced, self, self.emit)  # type: ignore[method-assign]
+
+    def rank_sync(self) -> distributed.RankSync:
+        """The buffer of values this writer reduces across ranks at :meth:`sync` (made on demand)."""
+        if self._rank_sync is None:
+            self._rank_sync = distributed.RankSync(None, self._sync_timeout)
+        return self._rank_sync
+
+    def sync(self) -> None:
+        """Reduce the values buffered since the last sync across ranks; rank 0 writes them.
+
+        Every rank must call it (``flush()`` and ``close()`` do): a one-number ``all_reduce`` and
+        one ``gather``, however many values. Without ``reduce=`` (and no cross-rank Stat handler)
+        this does nothing.
+        """
+        if self._rank_sync is None:
+            return
+        points = self._rank_sync.run()
+        if self._plan.writes:
+            for kind, tag, step, value, wall in points:
+                SummaryWriter.emit(self, kind, tag, value, step, wall)
+
+    def _get_file_writer(self) -> FileWriter:
+        """torch's internal file-writer face, for code that writes protobufs through it.
+
+        Lightning's ``TensorBoardLogger`` calls ``_get_file_writer().add_summary(summary, step)``;
+        the returned :class:`FileWriter` hands such protobufs to this writer's sinks.
+        """
+        return FileWriter(self)
+
+    def flush(self) -> None:
+        """Return once everything accepted so far (sub-runs included) is written."""
+        self.sync()
+        if self._closed:
+            return
+        self._registry.call_lifecycle("writer_flushing", self)
+        errors: list[BaseException] = []
+        for child in list(self._children.values()):
+            _collect_error(errors, child.flush)
+        for name, sink in list(self._sinks):
+            self._sink_call(errors, name, sink, "flush")
+        _raise_first(errors)
+
+    def close(self) -> None:
+        """Flush and close every file; idempotent. ``add_*`` afterwards opens new files."""
+        sync = self._rank_sync
+        try:
+            if sync is not None and not sync.closed:  # a second close() is no collective
+                self.sync()
+        finally:
+            if sync is not None:
+                sync.closed = True
+            self._close()
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._registry.call_lifecycle("writer_closing", self)
+            errors: list[BaseException] = []
+            for child in list(self._children.values()):
+                _collect_error(errors, child.close)
+            self._children.clear()
+            for name, sink in list(self._sinks):
+                self._sink_call(errors, name, sink, "close")
+            self._sinks = []
+            self._routes = {}
+            self._closed = True
+        _raise_first(errors)
+
+    def __enter__(self) -> SummaryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _after_fork(self) -> None:
+        # The child must not touch the parent's files: drop them; the next add opens new ones.
+        abandon = [s for _, s in self._sinks]
+        self._lock = threading.RLock()
+        self._sinks, self._routes, self._closed = [], {}, True
+        self._children.clear()
+        for sink in abandon:
+            drop = getattr(sink, "abandon", None)
+            if drop is not None:
+                drop()
+
+    # -- logging -----------------------------------------------------------------------------
+
+    def emit(
+        self,
+        kind: str,
+        tag: str,
+        payload: Any,
+        global_step: Any = None,
+        walltime: Any = None,
+    ) -> None:
+        """Send one validated payload of ``kind`` to every sink: the end of every ``add_*``."""
+        if type(tag) is not str or tag not in _valid_tags:
+            tag = check_tag(tag)
+            if len(_valid_tags) < 100_000:
+                _valid_tags.add(tag)
+        if global_step is not None and (
+            type(global_step) is not int or not _INT64_MIN <= global_step <= _INT64_MAX
+        ):
+            global_step = check_step(global_step)
+        walltime = _now() if walltime is None else check_walltime(walltime)
+        if self._closed:
+            self._open()
+        try:
+            routes = self._routes[kind]
+        except KeyError:
+            routes = self._build_routes(kind)
+        try:
+            for encode, write, mode in routes:
+                if mode is _ROW:
+                    write((encode, tag, global_step, walltime, payload))
+                elif mode:
+                    write(
+                        Deferred(encode, (tag, global_step, walltime, payload), _size_hint(payload))
+                    )
+                else:
+                    write(encode(tag, global_step, walltime, payload))
+        except Exception as exc:
+            self._route_failed(routes, encode, write, exc, (tag, global_step, walltime, payload))
+
+    def add_value(
+        self, kind: str, tag: str, value: Any, global_step: Any = None, walltime: Any = None
+    ) -> None:
+        """Log ``value`` as data kind ``kind`` (the same kinds ``add_*`` methods log)."""
+        k = self._registry.kind(kind)
+        if k.log is not None:
+            k.log(self, tag, value, global_step, walltime)
+        else:
+            self.emit(k.name, tag, k.convert(value), global_step, walltime)
+
+    def child(self, run: str, *, arg: str = "run") -> SummaryWriter:
+        """The writer of sub-run ``run`` (a path relative to this log_dir, validated)."""
+        rel = paths.safe_relpath(run, arg)
+        with self._lock:
+            child = self._children.get(rel)
+            if child is None or child._closed:
+                if self._closed:
+                    self._open()
+                child = SummaryWriter(
+                    paths.join(self._dir, rel),
+                    max_queue=self.max_queue,
+                    flush_secs=self.flush_secs,
+                    filename_suffix=self.filename_suffix,
+                    sink_errors=self.sink_errors,
+                    _targets=[t.for_child(rel) for t in self._targets],
+                    _plan=dataclasses.replace(self._plan, subdir=None),  # inside this rank's dir
+                )
+                self._children[rel] = child
+        return child
+
+    def _build_routes(self, kind: str) -> list[_Route]:
+        k = self._registry.kind(kind)
+        encoders = self._registry.encoders
+        routes: list[_Route] = []
+        for sink_name, sink in self._sinks:
+            encode = encoders.get((kind, sink_name))
+            if encode is None:
+                encode_any = encoders.get(("*", sink_name))
+                if encode_any is None:
+                    warn.cannot_encode(sink_name, kind)
+                    continue
+                encode = functools.partial(encode_any, kind)
+            batch = getattr(encode, "batch", None)
+            write_row = getattr(sink, "write_row", None)
+            if batch is not None and write_row is not None and not k.heavy:
+                routes.append((sink.row_key(batch), write_row, _ROW))  # type: ignore[attr-defined]
+            else:
+                routes.append((encode, sink.write, _DEFERRED if k.heavy else _NOW))
+        self._routes[kind] = routes
+        return routes
+
+    def _sink_of(self, write: Callable[[Any], None]) -> tuple[str, Sink] | None:
+        for name, sink in self._sinks:
+            if sink.write == write or getattr(sink, "write_row", None) == write:
+                return name, sink
+        return None
+
+    def _route_failed(
+        self,
+        routes: list[_Route],
+        encode: Callable[..., Any],
+        write: Callable[[Any], None],
+        exc: Exception,
+        args: tuple[Any, Any, Any, Any],
+    ) -> None:
+        """A sink failed in ``emit``: finish the other sinks, then raise or warn and detach."""
+        index = next(i for i, r in enumerate(routes) if r[0] is encode and r[1] == write)
+        failures = [(write, exc)]
+        for encode2, write2, mode in routes[index + 1 :]:
+            try:
+                if mode is _ROW:
+                    write2((encode2, *args))
+                elif mode:
+                    write2(Deferred(encode2, args, _size_hint(args[3])))
+                else:
+                    write2(encode2(*args))
+            except Exception as exc2:
+                failures.append((write2, exc2))
+        errors: list[BaseException] = []
+        for failed_write, error in failures:
+            found = self._sink_of(failed_write)
+            name = found[0] if found else "?"
+            if self.sink_errors == "raise" or found is None:
+                errors.append(error)
+            else:
+                self._detach(name, found[1], "write", error)
+        _raise_first(errors)
+
+    def _sink_call(self, errors: list[BaseException], name: str, sink: Sink, method: str) -> None:
+        """``sink.flush()`` or ``sink.close()``, its error collected or (warn mode) reported."""
+        try:
+            getattr(sink, method)()
+        except Exception as exc:
+            if self.sink_errors == "raise":
+                errors.append(exc)
+            else:
+                self._detach(name, sink, method, exc)
+
+    def _detach(self, name: str, sink: Sink, action: str, exc: BaseException) -> None:
+        """Warn once that sink ``name`` failed, close it quietly and stop writing to it."""
+        with self._lock:
+            self._sinks = [(n, s) for n, s in self._sinks if s is not sink]
+            self._routes = {}
+        _warn_failed(name, action, exc)
+        if action != "close":
+            _close_quietly(sink)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("add_"):
+            entry = get_registry().methods.get(name)
+            if entry is not None:
+                bound = types.MethodType(entry[1], self)
+                self.__dict__[name] = bound
+                return bound
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __dir__(self) -> Iterable[str]:
+        return list(super().__dir__()) + list(get_registry().methods)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<SummaryWriter log_dir={self._dir!r} sinks={list(self._sink_names)} {state}>"
+
+
+def _check_only(
+    kind: str, tag: Any, payload: Any, global_step: Any = None, walltime: Any = None
+) -> None:
+    """``emit`` on a rank that writes nothing: the same checks, then nothing (no file, no folder)."""
+    if type(tag) is not str or tag not in _valid_tags:
+        check_tag(tag)
+    if global_step is not None and (
+        type(global_step) is not int or not _INT64_MIN <= global_step <= _INT64_MAX
+    ):
+        check_step(global_step)
+    if walltime is not None:
+        check_walltime(walltime)
+
+
+def _emit_tagged(
+    writer: SummaryWriter,
+    suffix: str,
+    kind: str,
+    tag: Any,
+    payload: Any,
+    global_step: Any = None,
+    walltime: Any = None,
+) -> None:
+    """``emit`` with the rank in the tag (``ranks="all"``)."""
+    SummaryWriter.emit(writer, kind, check_tag(tag) + suffix, payload, global_step, walltime)
+
+
+def _emit_reduced(
+    writer: SummaryWriter,
+    emit: Callable[..., None],
+    kind: str,
+    tag: Any,
+    payload: Any,
+    global_step: Any = None,
+    walltime: Any = None,
+) -> None:
+    """``emit`` that queues plain numbers of reduced tags for :meth:`SummaryWriter.sync`."""
+    sync = writer._rank_sync
+    op = sync.op_for(tag) if sync is not None and type(tag) is str else None
+    if op is None or type(payload) is not float:
+        emit(kind, tag, payload, global_step, walltime)
+        return
+    check_tag(tag)
+    sync.add(kind, tag, op, check_step(global_step), payload, check_walltime(walltime))  # type: ignore[union-attr]
+
+
+def _size_hint(payload: Any) -> int:
+    return int(getattr(payload, "nbytes", 0) or 0)
+
+
+def _close_quietly(sink: Sink) -> None:
+    try:
+        sink.close()
+    except Exception:
+        pass
+
+
+def _warn_failed(name: str, action: str, exc: BaseException) -> None:
+    warn.warn(
+        f"sink {name!r} failed in {action} ({type(exc).__name__}: {exc}); it is dropped and the "
+        "other sinks go on (pass sink_errors='raise' to get such errors instead)",
+        SinkWarning,
+    )
+
+
+def _collect_error(errors: list[BaseException], fn: Callable[[], None]) -> None:
+    try:
+        fn()
+    except Exception as exc:
+        errors.append(exc)
+
+
+def _raise_first(errors: list[BaseException]) -> None:
+    if errors:
+        first = errors[0]
+        for other in errors[1:]:
+            first.add_note(f"also: {type(other).__name__}: {other}")
+        raise first
+
+
+def close_all_writers() -> None:
+    """Drain and close every open writer (run at interpreter exit, after Stats close)."""
+    for writer in sorted(_live_writers, key=_sync_order):
+        try:
+            writer.close()
+        except Exception as exc:
+            warnings.warn(f"closing {writer!r} at exit failed: {exc}", SinkWarning, stacklevel=1)
+
+
+def _sync_order(writer: SummaryWriter) -> int:
+    """Writers that sync across ranks close in creation order, the same on every rank."""
+    sync = writer._rank_sync
+    return -1 if sync is None else sync.serial
+
+
+def _after_fork() -> None:
+    for writer in list(_live_writers):
+        writer._after_fork()
+
+
+lifecycle.on_exit(lifecycle.WRITERS, close_all_writers)
+lifecycle.on_fork_child(_after_fork)

@@ -1,0 +1,158 @@
+"""``Event``: a named, timestamped bag of str/float/int/bool values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+#: The name of the events a :class:`~tallyboard.monitor.Stat` emits (torch's name, verbatim).
+STAT_EVENT = "torch.monitor.Stat"
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_SIMPLE = (str, float, bool)
+
+
+class data_value_t:  # noqa: N801 - torch's name
+    """An event data value: one of ``str``, ``float``, ``int`` or ``bool``.
+
+    Exported for import compatibility with ``torch.monitor``; never instantiated by tallyboard.
+    """
+
+
+def _check_name(name: object, what: str = "name") -> str:
+    if type(name) is str:
+        return name
+    if isinstance(name, str):
+        return str(name)
+    if isinstance(name, bytes):
+        return name.decode("utf-8")
+    raise TypeError(f"{what} must be a str, got {type(name).__name__}")
+
+
+def _check_int(value: int, key: str) -> int:
+    if _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    raise ValueError(f"data[{key!r}]: int {value} does not fit in 64 bits")
+
+
+def _check_value(value: object, key: str) -> str | float | int | bool:
+    cls = type(value)
+    if cls in _SIMPLE:
+        return value  # type: ignore[return-value]
+    if cls is int:
+        return _check_int(value, key)  # type: ignore[arg-type]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, int):
+        return _check_int(int(value), key)
+    if cls.__module__ == "numpy" and cls.__name__ != "ndarray":  # a numpy scalar
+        kind = getattr(getattr(value, "dtype", None), "kind", None)
+        if kind == "b":
+            return bool(value)
+        if kind in ("i", "u"):
+            return _check_int(int(value), key)  # type: ignore[call-overload]
+        if kind == "f":
+            return float(value)  # type: ignore[arg-type]
+    raise TypeError(
+        f"data[{key!r}] must be a str, float, int or bool, got {cls.__module__}.{cls.__qualname__}"
+        if cls.__module__ != "builtins"
+        else f"data[{key!r}] must be a str, float, int or bool, got {cls.__name__}"
+    )
+
+
+def _check_data(data: object) -> dict[str, str | float | int | bool]:
+    if not isinstance(data, Mapping):
+        raise TypeError(
+            f"data must be a mapping of str to str/float/int/bool, got {type(data).__name__}"
+        )
+    out: dict[str, str | float | int | bool] = {}
+    for key, value in data.items():
+        if type(key) is not str:
+            key = _check_name(key, "data keys")
+        out[key] = _check_value(value, key)
+    return out
+
+
+def _check_timestamp(timestamp: object) -> datetime:
+    if not isinstance(timestamp, datetime):
+        raise TypeError(f"timestamp must be a datetime.datetime, got {type(timestamp).__name__}")
+    return timestamp
+
+
+class Event:
+    """A named, timestamped set of values handed to every registered event handler.
+
+    ``data`` is copied on construction and on every read. Events compare by value, are
+    unhashable, print readably and pickle (torch's do none of these).
+    """
+
+    __slots__ = ("_name", "_timestamp", "_data", "__weakref__")
+
+    def __init__(self, name: str, timestamp: datetime, data: Mapping[str, Any]) -> None:
+        self._name = _check_name(name)
+        self._timestamp = _check_timestamp(timestamp)
+        self._data = _check_data(data)
+
+    @classmethod
+    def _trusted(cls, name: str, timestamp: datetime, data: dict[str, Any]) -> Event:
+        """Build an Event from values already known to be valid (no copy, no checks)."""
+        event = cls.__new__(cls)
+        event._name = name
+        event._timestamp = timestamp
+        event._data = data
+        return event
+
+    @property
+    def name(self) -> str:
+        """The event's name (``STAT_EVENT`` for events from a Stat)."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = _check_name(value)
+
+    @property
+    def timestamp(self) -> datetime:
+        """When the event happened, as given (tzinfo kept)."""
+        return self._timestamp
+
+    @timestamp.setter
+    def timestamp(self, value: datetime) -> None:
+        self._timestamp = _check_timestamp(value)
+
+    @property
+    def data(self) -> dict[str, str | float | int | bool]:
+        """A fresh copy of the event's values."""
+        return self._data.copy()
+
+    @data.setter
+    def data(self, value: Mapping[str, Any]) -> None:
+        self._data = _check_data(value)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Event):
+            return NotImplemented
+        return (
+            self._name == other._name
+            and self._timestamp == other._timestamp
+            and self._data == other._data
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(name={self._name!r}, timestamp={self._timestamp!r}, "
+            f"data={self._data!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = getattr(self, "__dict__", None) or None
+        return (_rebuild, (type(self), self._name, self._timestamp, self._data), state)
+
+
+def _rebuild(cls: type[Event], name: str, timestamp: datetime, data: dict[str, Any]) -> Event:
+    return cls._trusted(name, timestamp, dict(data))

@@ -1,0 +1,59 @@
+"""What a kind plugin registers: a data kind and the methods that log it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A data kind, such as ``scalar`` or ``histogram``.
+
+    ``convert`` validates a value given to ``add_value(name, tag, value)`` and returns the
+    format-neutral payload that encoders receive. ``methods`` maps facade method names (such as
+    ``add_histogram``) to functions called as ``fn(writer, *args, **kwargs)``; they validate their
+    arguments and call ``writer.emit(kind_name, tag, payload, global_step, walltime)``.
+    ``heavy`` kinds are costly to encode (PNG, large arrays): a sink may encode them off the
+    caller's thread, so a caller that releases the GIL is not stalled.
+    ``log``, when set, is how ``add_value(name, tag, value, global_step, walltime)`` logs a kind
+    that is not one record (files beside the run, several records): it is called as
+    ``log(writer, tag, value, global_step, walltime)`` instead of ``convert`` plus ``emit``.
+    ``read_table``, when set, shapes what ``tallyboard.read(kind=name)`` returns: it is called as
+    ``read_table(rows, batches)`` with the decoded rows (each with its ``run``) and every
+    ``(run, Batch)`` read, and returns the rows of the table (say, one row per run).
+    ``from_row``, when set, rebuilds a value from a row a reader decoded (its ``tag``, ``step``,
+    ``wall_time`` and the decoder's fields), so ``tallyboard convert`` can write it in another
+    format: it returns ``(tag, value)``, the tag to log under (the row's, or the one that the
+    kind's encoders turn back into the row's) and a value ``convert`` accepts. It raises
+    ``ValueError`` for a row it cannot rebuild; that value is then reported as not converted.
+    """
+
+    name: str
+    convert: Callable[[Any], Any]
+    methods: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    heavy: bool = False
+    description: str = ""
+    log: Callable[..., None] | None = None
+    read_table: Callable[..., list[dict[str, Any]]] | None = None
+    from_row: Callable[[dict[str, Any]], tuple[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(f"Kind name must be an identifier, got {self.name!r}")
+        if not callable(self.convert):
+            raise TypeError(f"Kind {self.name!r}: convert must be callable")
+        if self.log is not None and not callable(self.log):
+            raise TypeError(f"Kind {self.name!r}: log must be callable")
+        if self.read_table is not None and not callable(self.read_table):
+            raise TypeError(f"Kind {self.name!r}: read_table must be callable")
+        if self.from_row is not None and not callable(self.from_row):
+            raise TypeError(f"Kind {self.name!r}: from_row must be callable")
+        for method_name, fn in self.methods.items():
+            if not method_name.startswith("add_") or not method_name.isidentifier():
+                raise ValueError(
+                    f"Kind {self.name!r}: method name {method_name!r} must look like add_<name>"
+                )
+            if not callable(fn):
+                raise TypeError(f"Kind {self.name!r}: method {method_name!r} is not callable")

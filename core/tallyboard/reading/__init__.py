@@ -1,0 +1,1 @@
+"""Reading runs back: run discovery, :func:`tallyboard.read` and :func:`tallyboard.convert`."""

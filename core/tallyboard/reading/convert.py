@@ -1,0 +1,287 @@
+"""``tallyboard.convert``: every run of a log dir rewritten in another format, value by value.
+
+Each file is read with the reader plugins (one file at a time) and each value is written again
+through the target sink with the encoder the (kind, sink) pair registered, so what lands is what
+that sink writes for the same value logged live. Scalars are the Batch's scalar columns (the
+essential scalar kind); other kinds are rebuilt from their decoded rows by their
+:attr:`Kind.from_row`. Values that cannot be written (no encoder for the target, no
+``from_row``, an encoder that refuses the value) are counted per kind, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tallyboard import paths
+from tallyboard.plugin.readers import Batch, FileReader
+from tallyboard.plugin.registry import Registry, get_registry
+from tallyboard.plugin.sinks import Sink, SinkOptions
+from tallyboard.reading.runs import RunReader
+
+#: The kind of a Batch's scalar columns: the essential scalar kind every writer has.
+SCALAR = "scalar"
+#: Queue options of the target sinks: batches of records, flushed when a run is done.
+_MAX_QUEUE = 1000
+_FLUSH_SECS = 120.0
+
+
+@dataclass
+class ConvertSummary:
+    """What :func:`convert` did: values written and values not converted, per kind.
+
+    ``not_converted[kind]`` counts the values of ``kind`` that were read but not written, and
+    ``reasons[kind]`` says why (the first reason met for that kind).
+    """
+
+    src: str
+    dst: str
+    to: str
+    runs: list[str] = field(default_factory=list)
+    files: int = 0
+    converted: dict[str, int] = field(default_factory=dict)
+    not_converted: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        """Values written."""
+        return sum(self.converted.values())
+
+    def converted_line(self) -> str:
+        """One line: how many values of which kinds went where."""
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.converted.items()))
+        runs = len(self.runs)
+        return (
+            f"converted {self.total} values ({kinds or 'none'}) of {runs} "
+            f"run{'s' if runs != 1 else ''} from {self.src} to {self.dst} as {self.to}"
+        )
+
+    def not_converted_line(self) -> str:
+        """One line naming each kind with values not converted, its count and why; "" if none."""
+        if not self.not_converted:
+            return ""
+        parts = [
+            f"{kind} {n} ({self.reasons[kind]})" for kind, n in sorted(self.not_converted.items())
+        ]
+        return "not converted: " + "; ".join(parts)
+
+    def _skip(self, kind: str, n: int, reason: str) -> None:
+        if n:
+            self.not_converted[kind] = self.not_converted.get(kind, 0) + n
+            self.reasons.setdefault(kind, reason)
+
+
+def _path(path: Any, arg: str) -> str:
+    text = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if not isinstance(text, str) or not text:
+        raise TypeError(f"{arg} must be a non-empty str or os.PathLike path, got {path!r}")
+    return text
+
+
+def _holds_files(root: str) -> bool:
+    return any(files for _, _, files in os.walk(root))
+
+
+def _inside(child: str, parent: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
+
+
+def _check_dst(src: str, dst: str, force: bool) -> str:
+    """The real path of ``dst``, refused when it is a file, lies inside ``src``, or already
+    holds files (unless ``force``)."""
+    if paths.is_url(dst):
+        raise ValueError(f"dst must be a local directory, got the URL {dst!r}")
+    real = os.path.realpath(dst)
+    if os.path.exists(real) and not os.path.isdir(real):
+        raise ValueError(f"dst {dst!r} is not a directory")
+    if not paths.is_url(src):
+        real_src = os.path.realpath(src)
+        if _inside(real, real_src):
+            raise ValueError(
+                f"dst {dst!r} lies inside src {src!r}: a later read of src would read it too"
+            )
+    if not force and os.path.isdir(real) and _holds_files(real):
+        raise FileExistsError(
+            f"dst {dst!r} already holds files; use force=True (--force) to add the converted "
+            "runs beside them (no existing file is overwritten)"
+        )
+    return real
+
+
+class _Target:
+    """The open sinks of the converted runs, one per run, each opened on its first value."""
+
+    def __init__(self, reg: Registry, to: str, dst: str, src: str | None) -> None:
+        self.spec = reg.sink(to)
+        self.to, self.dst, self.src = to, dst, src
+        self.sinks: dict[str, Sink] = {}
+
+    def sink(self, run: str) -> Sink:
+        sink = self.sinks.get(run)
+        if sink is None:
+            out = self.dst if run == "." else paths.join(self.dst, paths.safe_relpath(run, "run"))
+            real = os.path.realpath(out)  # through any symlink already in dst (force=True)
+            if not _inside(real, self.dst) or (self.src is not None and _inside(real, self.src)):
+                raise ValueError(f"run {run!r} would be written outside dst or into src: {real}")
+            os.makedirs(real, exist_ok=True)
+            options = SinkOptions(
+                log_dir=real,
+                max_queue=_MAX_QUEUE,
+                flush_secs=_FLUSH_SECS,
+                extra={"sink": self.to, "writer_log_dir": real},
+            )
+            sink = self.sinks[run] = self.spec.open(options)
+        return sink
+
+    def close(self, run: str) -> None:
+        sink = self.sinks.pop(run, None)
+        if sink is not None:
+            sink.close()
+
+    def close_all(self) -> None:
+        errors = []
+        for run in list(self.sinks):
+            try:
+                self.close(run)
+            except Exception as exc:  # close the others, then report the first failure
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+Encoder = Callable[[str, Any, float, Any], Any]
+
+
+def _encoder(reg: Registry, kind: str, to: str) -> tuple[Encoder | None, str]:
+    """The (kind, sink) encoder, or None and why the values of ``kind`` cannot be written."""
+    k = reg.kinds.get(kind)
+    if k is None:
+        return None, f"no installed kind {kind!r}"
+    encode = reg.encoders.get((kind, to))
+    if encode is None:
+        encode_any = reg.encoders.get(("*", to))
+        if encode_any is None:
+            return None, f"the {to} format cannot hold {kind}"
+        encode = functools.partial(encode_any, kind)
+    if k.log is not None:
+        return None, f"kind {kind!r} is logged as files beside the run"
+    return encode, ""
+
+
+def _write_batch(
+    reg: Registry,
+    target: _Target,
+    run: str,
+    batch: Batch,
+    encoders: dict[str, tuple[Encoder | None, str]],
+    summary: ConvertSummary,
+) -> None:
+    def encoder(kind: str) -> tuple[Encoder | None, str]:
+        if kind not in encoders:
+            encoders[kind] = _encoder(reg, kind, target.to)
+        return encoders[kind]
+
+    tags, steps, walls, values = batch.scalars()
+    if len(tags):
+        encode, reason = encoder(SCALAR)
+        if encode is None:
+            summary._skip(SCALAR, len(tags), reason)
+        else:
+            write, convert = target.sink(run).write, reg.kinds[SCALAR].convert
+            done = 0
+            for tag, step, wall, value in zip(
+                tags.tolist(), steps.tolist(), walls.tolist(), values.tolist()
+            ):
+                try:
+                    data = encode(tag, step, wall, convert(value))
+                except Exception as exc:  # this value cannot be written: count it, go on
+                    summary._skip(SCALAR, 1, f"{tag!r} at step {step} refused: {exc!r}")
+                    continue
+                write(data)
+                done += 1
+            if done:
+                summary.converted[SCALAR] = summary.converted.get(SCALAR, 0) + done
+    for kind, rows in batch.rows.items():
+        encode, reason = encoder(kind)
+        k = reg.kinds.get(kind)
+        rebuild = None if k is None else k.from_row
+        if encode is None or k is None or rebuild is None:
+            reason = reason or f"kind {kind!r} cannot be rebuilt from what was read (no from_row)"
+            summary._skip(kind, len(rows), reason)
+            continue
+        done = 0
+        for row in rows:
+            try:
+                tag, value = rebuild(row)
+                data = encode(tag, int(row["step"]), float(row["wall_time"]), k.convert(value))
+            except Exception as exc:  # this value cannot be written: count it, go on
+                where = f"{row.get('tag')!r} at step {row.get('step')}"
+                summary._skip(kind, 1, f"{where} not rebuilt or refused by {target.to}: {exc!r}")
+                continue
+            target.sink(run).write(data)
+            done += 1
+        if done:
+            summary.converted[kind] = summary.converted.get(kind, 0) + done
+
+
+def convert(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    to: str,
+    *,
+    force: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    formats: str | Iterable[str] | None = None,
+) -> ConvertSummary:
+    """Rewrite every run under ``src`` (a path or fsspec URL) as ``to`` files under ``dst``.
+
+    A run (a directory of ``src`` holding readable files, ``"."`` for ``src`` itself) becomes
+    ``dst/<run>``, with the same tags, steps and wall times, for every kind the ``to`` sink can
+    encode (``"tfevents"``, ``"mindspore"`` or any installed sink). One source file is held in
+    memory at a time. ``dst`` must be a local directory outside ``src`` holding no file, unless
+    ``force`` (new files are created beside the old, never over them). ``progress``, when
+    given, is called as ``progress(files_done, files_in_all)`` after each file. Returns a
+    :class:`ConvertSummary` counting per kind what was and was not converted, and why.
+    ``formats`` names the source formats to read (by default a run directory holding the same
+    values in several formats is read in one, as :func:`tallyboard.read` does).
+    """
+    src_text, dst_text = _path(src, "src"), _path(dst, "dst")
+    if not isinstance(to, str):
+        raise TypeError(f"to must be a str naming a sink (such as 'tfevents'), got {to!r}")
+    if not isinstance(force, bool):
+        raise TypeError(f"force must be a bool, got {type(force).__name__}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be None or callable, got {type(progress).__name__}")
+    reg = get_registry()
+    if to not in reg.sinks:
+        known = ", ".join(sorted(reg.sinks)) or "none"
+        raise ValueError(f"to={to!r} names no installed sink; choose one of: {known}")
+    try:
+        reader = RunReader(src_text, formats)
+    except ValueError as exc:
+        raise ValueError(f"src: {exc}" if "formats" not in str(exc) else str(exc)) from None
+    real_dst = _check_dst(src_text, dst_text, force)
+    files: list[tuple[str, FileReader]] = reader.discover()
+    left: dict[str, int] = {}
+    for run, _ in files:
+        left[run] = left.get(run, 0) + 1
+    summary = ConvertSummary(src_text, dst_text, to, runs=sorted(left))
+    real_src = None if paths.is_url(src_text) else os.path.realpath(src_text)
+    target = _Target(reg, to, real_dst, real_src)
+    encoders: dict[str, tuple[Encoder | None, str]] = {}
+    try:
+        for run, file_reader in files:
+            _write_batch(reg, target, run, file_reader.read_new(), encoders, summary)
+            summary.files += 1
+            left[run] -= 1
+            if not left[run]:
+                target.close(run)
+            if progress is not None:
+                progress(summary.files, len(files))
+    finally:
+        target.close_all()
+    return summary

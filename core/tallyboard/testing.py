@@ -1,0 +1,158 @@
+"""Test helpers for plugin authors: opt-in pytest fixtures.
+
+Enable them in a ``conftest.py`` (or a test module)::
+
+    pytest_plugins = ["tallyboard.testing"]
+
+Fixtures:
+
+- ``tallyboard_registry``: a freshly built registry, rebuilt again after the test.
+- ``register_plugin``: ``register_plugin(module_or_object, name=...)`` registers a plugin for
+  this test only (as if installed) and returns the fresh registry.
+- ``memory_sink``: a sink called ``"memory"`` that records every record of every kind, as the
+  writer hands it over; ``SummaryWriter(dir, sinks=["memory"])`` writes into it.
+
+:class:`MemorySink` and :class:`MemoryPlugin` work without pytest too.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tallyboard.plugin.hookspecs import hookimpl
+from tallyboard.plugin.registry import (
+    Registry,
+    add_plugin,
+    get_registry,
+    remove_plugin,
+    reset_registry,
+)
+from tallyboard.plugin.sinks import Deferred, SinkOptions, SinkSpec
+
+MEMORY_SINK = "memory"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record a :class:`MemorySink` received: the payload as the kind produced it."""
+
+    kind: str
+    tag: str
+    step: int | None
+    wall_time: float
+    payload: Any
+
+
+class MemorySink:
+    """A sink that keeps every record in a list (``records``), per writer directory."""
+
+    def __init__(self, options: SinkOptions, store: MemoryPlugin) -> None:
+        self.log_dir = options.log_dir
+        self.options = options
+        self.records: list[Record] = []
+        self.flushes = 0
+        self.closed = False
+        self._store = store
+
+    def write(self, data: Record | Deferred) -> None:
+        if self.closed:
+            raise ValueError(f"write to closed memory sink for {self.log_dir}")
+        self.records.append(data if isinstance(data, Record) else data())
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def encode_any(kind: str, tag: str, step: int | None, wall_time: float, payload: Any) -> Record:
+    """The memory sink's encoder of every kind (registered for kind ``"*"``)."""
+    return Record(kind, tag, step, wall_time, payload)
+
+
+class MemoryPlugin:
+    """A plugin contributing the ``memory`` sink; it remembers every sink it opened."""
+
+    def __init__(self, name: str = MEMORY_SINK) -> None:
+        self.name = name
+        self.sinks: list[MemorySink] = []
+        self._lock = threading.Lock()
+
+    def _open(self, options: SinkOptions) -> MemorySink:
+        sink = MemorySink(options, self)
+        with self._lock:
+            self.sinks.append(sink)
+        return sink
+
+    @hookimpl
+    def register_sinks(self, register: Callable[[Any], None]) -> None:
+        register(
+            SinkSpec(name=self.name, open=self._open, description="records kept in memory (tests)")
+        )
+
+    @hookimpl
+    def register_encoders(self, register: Callable[[str, str, Callable[..., Any]], None]) -> None:
+        register("*", self.name, encode_any)
+
+    @property
+    def records(self) -> list[Record]:
+        """Every record of every sink opened so far, in the order the sinks were opened."""
+        return list(itertools.chain.from_iterable(s.records for s in self.sinks))
+
+    def records_for(self, log_dir: str) -> list[Record]:
+        """The records written to ``log_dir`` (a sub-run is its own directory)."""
+        return [r for s in self.sinks if s.log_dir == str(log_dir) for r in s.records]
+
+    def values(self, tag: str) -> list[tuple[int | None, Any]]:
+        """``(step, payload)`` of every record with ``tag``."""
+        return [(r.step, r.payload) for r in self.records if r.tag == tag]
+
+
+try:
+    import pytest
+except ImportError:  # pragma: no cover - the fixtures need pytest; the classes do not
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+
+    @pytest.fixture
+    def tallyboard_registry() -> Iterator[Registry]:
+        """A registry built fresh for this test (and forgotten after it)."""
+        reset_registry()
+        try:
+            yield get_registry()
+        finally:
+            reset_registry()
+
+    @pytest.fixture
+    def register_plugin() -> Iterator[Callable[..., Registry]]:
+        """``register_plugin(plugin, name=None)``: register a plugin until the test ends."""
+        names: list[str] = []
+
+        def register(plugin: Any, name: str | None = None) -> Registry:
+            name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+            add_plugin(plugin, name)
+            names.append(name)
+            return get_registry()
+
+        try:
+            yield register
+        finally:
+            for name in names:
+                remove_plugin(name)
+
+    @pytest.fixture
+    def memory_sink() -> Iterator[MemoryPlugin]:
+        """The ``memory`` sink, registered for this test: ``sinks=["memory"]`` writes into it."""
+        plugin = MemoryPlugin()
+        name = f"tallyboard.testing:{plugin.name}"
+        add_plugin(plugin, name)
+        try:
+            yield plugin
+        finally:
+            remove_plugin(name)

@@ -1,0 +1,88 @@
+"""Turning user sound arrays into format-neutral 16-bit PCM payloads, in the caller."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tallyboard.values import to_array
+from tallyboard.warn import warn
+
+DEFAULT_SAMPLE_RATE = 44100
+_INT16_MAX = np.iinfo(np.int16).max  # 32767: torch scales by this and truncates
+
+
+@dataclass(frozen=True, eq=False)
+class AudioPayload:
+    """Sound as ``int16`` PCM samples of shape (frames, channels) plus the sample rate in Hz."""
+
+    samples: np.ndarray
+    sample_rate: float
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the samples."""
+        return int(self.samples.nbytes)
+
+    @property
+    def num_channels(self) -> int:
+        """1 (mono) or 2 (stereo)."""
+        return int(self.samples.shape[1])
+
+    @property
+    def length_frames(self) -> int:
+        """Samples per channel."""
+        return int(self.samples.shape[0])
+
+
+def check_sample_rate(sample_rate: Any, arg: str = "sample_rate") -> float:
+    """A finite sample rate of at least 1 Hz."""
+    if isinstance(sample_rate, bool) or not isinstance(
+        sample_rate, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(
+            f"{arg} must be a number of Hz, got {type(sample_rate).__name__}: {sample_rate!r}"
+        )
+    value = float(sample_rate)
+    if not math.isfinite(value) or value < 1:
+        raise ValueError(f"{arg} must be a finite number >= 1, got {sample_rate!r}")
+    return value
+
+
+def to_pcm16(value: Any, arg: str = "snd_tensor") -> np.ndarray:
+    """Amplitudes in [-1, 1] as ``int16`` (frames, channels): (L,) and (1, L) mono, (L, 2) stereo.
+
+    Values beyond [-1, 1] are clipped with a warning; NaN becomes 0; samples are
+    ``trunc(x * 32767)`` as torch computes them.
+    """
+    arr = to_array(value, arg)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{arg} must hold real numbers, got dtype {arr.dtype}")
+    if arr.ndim == 2 and arr.shape[1] == 2 and arr.shape[0] != 1:
+        pass  # stereo (L, 2)
+    else:
+        squeezed = np.atleast_1d(arr.squeeze())
+        if squeezed.ndim != 1:
+            raise ValueError(
+                f"{arg} must have shape (L,) or (1, L) for mono or (L, 2) for stereo, got {tuple(arr.shape)}"
+            )
+        arr = squeezed[:, None]
+    if arr.dtype.kind != "f":
+        arr = arr.astype(np.float64)
+    elif arr.dtype == np.float16:
+        arr = arr.astype(np.float32)  # float16 cannot hold 32767: 1.0 would wrap to -32768
+    if np.isnan(arr).any():
+        arr = np.nan_to_num(arr, nan=0.0, posinf=np.inf, neginf=-np.inf)
+    if np.abs(arr).max() > 1:
+        warn(f"{arg}: audio amplitude out of range, auto clipped.", UserWarning)
+        arr = arr.clip(-1, 1)
+    return np.ascontiguousarray((arr * _INT16_MAX).astype("<i2"))
+
+
+def convert(value: Any) -> AudioPayload:
+    """``add_value("audio", tag, value)``: an AudioPayload, or samples at 44.1 kHz."""
+    if isinstance(value, AudioPayload):
+        return value
+    return AudioPayload(to_pcm16(value, "value"), float(DEFAULT_SAMPLE_RATE))

@@ -1,0 +1,179 @@
+"""``add_hparams``: torch's hyper-parameter summaries, plus the option to attach them to the run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tallyboard.values import check_step, to_float
+
+from .proto import EXPERIMENT_TAG, SESSION_END_INFO_TAG, SESSION_START_INFO_TAG
+
+HParamValue = float | str | bool
+
+
+@dataclass(frozen=True)
+class HParamsSummary:
+    """One of the three hparams summaries, format-neutral.
+
+    ``part`` is ``"experiment"`` (``hparams`` holds the values whose names and types declare the
+    hyper-parameters, ``metrics`` the metric tags, ``domains`` the discrete domains),
+    ``"session_start_info"`` (``hparams`` holds the values) or ``"session_end_info"``;
+    ``"raw"`` carries a ready serialized ``HParamsPluginData`` in ``content``.
+    """
+
+    part: str
+    hparams: Mapping[str, HParamValue] = field(default_factory=dict)
+    metrics: tuple[str, ...] = ()
+    domains: Mapping[str, tuple[HParamValue, ...]] = field(default_factory=dict)
+    content: bytes = b""
+
+
+def _hparam_value(key: str, value: Any) -> HParamValue | None:
+    """A bool, float or str for hparam ``key``; None means "skip it" (as torch)."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, float)):
+        if isinstance(value, int) and abs(value) > 2**53:
+            raise ValueError(
+                f"hparam_dict[{key!r}] = {value} cannot be stored exactly as a float64"
+            )
+        return float(value)
+    if isinstance(value, np.generic) or (
+        type(value).__module__.startswith("torch") and hasattr(value, "detach")
+    ):
+        if hasattr(value, "detach"):
+            flat = value.detach().cpu().reshape(-1)
+            if flat.numel() == 0:
+                raise ValueError(f"hparam_dict[{key!r}] is an empty tensor")
+            item = flat[0].item()
+        else:
+            item = value.item()
+        if isinstance(item, (bool, int, float, str)):
+            return _hparam_value(key, item)
+    raise TypeError(
+        f"hparam_dict[{key!r}] must be a bool, int, float, str, NumPy scalar or tensor, "
+        f"got {type(value).__name__}: {value!r}"
+    )
+
+
+def _kind_of(value: HParamValue) -> type:
+    return bool if isinstance(value, bool) else str if isinstance(value, str) else float
+
+
+def _domains(raw: Any, values: Mapping[str, HParamValue]) -> dict[str, tuple[HParamValue, ...]]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise TypeError(
+            f"hparam_domain_discrete must be a dict of name -> list, got {type(raw).__name__}"
+        )
+    out: dict[str, tuple[HParamValue, ...]] = {}
+    for key, domain in raw.items():
+        if key not in values:
+            raise ValueError(
+                f"hparam_domain_discrete[{key!r}] names no hparam in hparam_dict (or its value is None)"
+            )
+        if not isinstance(domain, (list, tuple)) or not domain:
+            raise TypeError(f"hparam_domain_discrete[{key!r}] must be a non-empty list of values")
+        want = _kind_of(values[key])
+        items = []
+        for item in domain:
+            converted = _hparam_value(key, item)
+            if converted is None or _kind_of(converted) is not want:
+                raise TypeError(
+                    f"hparam_domain_discrete[{key!r}] holds {item!r}, not a {want.__name__} like hparam_dict[{key!r}]"
+                )
+            items.append(converted)
+        out[key] = tuple(items)
+    return out
+
+
+def add_hparams(
+    writer: Any,
+    hparam_dict: dict[str, Any],
+    metric_dict: dict[str, Any],
+    hparam_domain_discrete: dict[str, list[Any]] | None = None,
+    run_name: str | None = None,
+    global_step: Any = None,
+    *,
+    own_run: bool = False,
+) -> None:
+    """Log a trial's hyper-parameters and metrics for TensorBoard's HPARAMS tab (torch's signature).
+
+    As torch, a child run ``<log_dir>/<run_name or time.time()>`` gets the three hparams
+    summaries and one scalar per metric. With ``own_run=True`` they go to this writer's own run
+    instead (``run_name`` must then be None), so the HPARAMS tab links the hparams to the metric
+    curves this run logs with ``add_scalar``; a metric whose value is None is declared without
+    writing a value (use the tag of a curve you already log).
+    """
+    if type(hparam_dict) is not dict:
+        raise TypeError(f"hparam_dict must be a dict, got {type(hparam_dict).__name__}")
+    if type(metric_dict) is not dict:
+        raise TypeError(f"metric_dict must be a dict, got {type(metric_dict).__name__}")
+    step = check_step(global_step)
+    values: dict[str, HParamValue] = {}
+    for key, raw in hparam_dict.items():
+        if not isinstance(key, str):
+            raise TypeError(f"hparam_dict keys must be str, got {type(key).__name__}: {key!r}")
+        value = _hparam_value(key, raw)
+        if value is not None:
+            values[key] = value
+    metrics: dict[str, float | None] = {}
+    for key, raw in metric_dict.items():
+        if not isinstance(key, str) or not key:
+            raise TypeError(
+                f"metric_dict keys must be non-empty str, got {type(key).__name__}: {key!r}"
+            )
+        if raw is None:
+            metrics[key] = None
+            continue
+        if isinstance(raw, (str, bytes, bool)):
+            raise TypeError(
+                f"metric_dict[{key!r}] must be a number, got {type(raw).__name__}: {raw!r}"
+            )
+        metrics[key] = to_float(raw, f"metric_dict[{key!r}]")
+    domains = _domains(hparam_domain_discrete, values)
+    if own_run:
+        if run_name is not None:
+            raise ValueError(
+                "run_name must be None when own_run=True (the hparams go to this writer's run)"
+            )
+        target = writer
+    else:
+        if run_name is None or run_name == "":
+            run_name = repr(time.time())
+        target = writer.child(run_name, arg="run_name")
+    summaries = (
+        (EXPERIMENT_TAG, HParamsSummary("experiment", values, tuple(metrics), domains)),
+        (SESSION_START_INFO_TAG, HParamsSummary("session_start_info", values)),
+        (SESSION_END_INFO_TAG, HParamsSummary("session_end_info")),
+    )
+    for tag, summary in summaries:
+        target.emit("hparams", tag, summary, step)
+    for key, metric in metrics.items():
+        if metric is not None:
+            target.emit("scalar", key, metric, step)
+    if not own_run:
+        target.close()  # torch closes the trial's writer at once
+
+
+def convert(value: Any) -> HParamsSummary:
+    """``add_value("hparams", tag, value)``: an HParamsSummary, or a ready HParamsPluginData."""
+    if isinstance(value, HParamsSummary):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return HParamsSummary("raw", content=bytes(value))
+    serialize = getattr(value, "SerializeToString", None)
+    if (
+        callable(serialize)
+        and getattr(getattr(value, "DESCRIPTOR", None), "name", "") == "HParamsPluginData"
+    ):
+        return HParamsSummary("raw", content=serialize())
+    raise TypeError(
+        f"an hparams value must be an HParamsSummary, an HParamsPluginData message or its bytes, "
+        f"got {type(value).__name__}"
+    )

@@ -1,0 +1,67 @@
+"""hparams summaries as TensorBoard ``Event`` bytes (metadata-only values, as torch writes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tallyboard_tfevents.encoding import summary_event
+from tallyboard_tfevents.proto import SummaryValue, metadata
+
+from . import proto as p
+from .methods import HParamsSummary
+
+
+def _set_value(target: Any, value: Any) -> None:
+    if isinstance(value, bool):
+        target.bool_value = value
+    elif isinstance(value, str):
+        target.string_value = value
+    else:
+        target.number_value = value
+
+
+def _type(value: Any) -> int:
+    if isinstance(value, bool):
+        return p.DATA_TYPE_BOOL
+    return p.DATA_TYPE_STRING if isinstance(value, str) else p.DATA_TYPE_FLOAT64
+
+
+def plugin_data(summary: HParamsSummary) -> bytes:
+    """The serialized ``HParamsPluginData`` of one summary."""
+    if summary.part == "raw":
+        return summary.content
+    data = p.HParamsPluginData(version=p.PLUGIN_DATA_VERSION)
+    if summary.part == "experiment":
+        exp = data.experiment
+        for name, value in summary.hparams.items():
+            info = exp.hparam_infos.add(name=name, type=_type(value))
+            for item in summary.domains.get(name, ()):
+                _set_value(info.domain_discrete.values.add(), item)
+        for tag in summary.metrics:
+            exp.metric_infos.add().name.tag = tag
+    elif summary.part == "session_start_info":
+        for name, value in summary.hparams.items():
+            _set_value(data.session_start_info.hparams[name], value)
+    elif summary.part == "session_end_info":
+        data.session_end_info.status = p.STATUS_SUCCESS
+    else:
+        raise ValueError(f"unknown hparams summary part {summary.part!r}")
+    return data.SerializeToString()  # type: ignore[no-any-return]
+
+
+def encode(tag: str, step: int | None, wall_time: float, summary: HParamsSummary) -> bytes:
+    """One Event with a metadata-only ``Summary.Value`` (plugin ``hparams``)."""
+    value = SummaryValue(tag=tag, metadata=metadata(p.PLUGIN_NAME, plugin_data(summary)))
+    return summary_event(step, wall_time, [value])
+
+
+def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
+    """A session-start summary as ``{"hparams": {name: value}}`` (torch, tensorboardX, tallyboard)."""
+    meta = value.metadata.plugin_data
+    if meta.plugin_name != p.PLUGIN_NAME or value.tag != p.SESSION_START_INFO_TAG:
+        return None
+    from google.protobuf.json_format import MessageToDict
+
+    data = p.HParamsPluginData.FromString(meta.content)
+    values = data.session_start_info.hparams
+    return {"hparams": {name: MessageToDict(values[name]) for name in sorted(values)}}

@@ -1,0 +1,86 @@
+"""The lineage kinds: MindSpore's training lineage and loss landscapes.
+
+Kinds ``train_lineage``, ``eval_lineage``, ``dataset_graph``, ``custom_lineage_data`` and
+``landscape`` take the message classes in :mod:`tallyboard_lineage.messages` (``TrainLineage``,
+``EvaluationLineage``, ``DatasetGraph``, ``UserDefinedInfo``, ``LossLandscape``) and turn them
+into serialized bytes. Reach them through ``SummaryRecord.add_value(kind, name, message)``; the
+``mindspore`` sink writes them (lineage kinds to the ``_lineage`` file, landscapes to the
+summary file). The message classes are loaded on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tallyboard import Kind, hookimpl
+
+#: kind -> name of the message class it takes.
+KINDS = {
+    "train_lineage": "TrainLineage",
+    "eval_lineage": "EvaluationLineage",
+    "dataset_graph": "DatasetGraph",
+    "custom_lineage_data": "UserDefinedInfo",
+    "landscape": "LossLandscape",
+}
+#: Classes users build values from (exposed through ``tallyboard.faces.summary_record``).
+PUBLIC = (
+    "TrainLineage", "EvaluationLineage", "DatasetGraph", "Operation", "OperationParameter", "StrList",
+    "UserDefinedInfo", "LossLandscape", "TensorProto",
+)  # fmt: skip
+
+
+class _Classes(dict):  # type: ignore[type-arg]
+    """The public message classes, imported (protobuf and all) on first lookup."""
+
+    def _load(self) -> None:
+        if not dict.__len__(self):
+            from . import messages
+
+            self.update({name: getattr(messages, name) for name in PUBLIC})
+
+    def __contains__(self, name: object) -> bool:
+        if name not in PUBLIC:
+            return False
+        self._load()
+        return True
+
+    def __getitem__(self, name: str) -> Any:
+        self._load()
+        return dict.__getitem__(self, name)
+
+    def __bool__(self) -> bool:
+        return True
+
+
+MESSAGE_CLASSES = _Classes()
+
+
+class Convert:
+    """Check that a value is the kind's message class and serialize it."""
+
+    message_classes = MESSAGE_CLASSES
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.class_name = KINDS[kind]
+
+    def __call__(self, value: Any) -> bytes:
+        cls = MESSAGE_CLASSES[self.class_name]
+        if not isinstance(value, cls):
+            plugin = "landscape" if self.kind == "landscape" else self.kind
+            raise TypeError(f"Plugin {plugin!r} expects a {self.class_name} value.")
+        return value.SerializeToString()  # type: ignore[no-any-return]
+
+
+def __getattr__(name: str) -> Any:
+    if name in PUBLIC:
+        return MESSAGE_CLASSES[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@hookimpl
+def register_kinds(register: Any) -> None:
+    for kind, class_name in KINDS.items():
+        register(
+            Kind(name=kind, convert=Convert(kind), description=f"MindSpore {class_name} message")
+        )

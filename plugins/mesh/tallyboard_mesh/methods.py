@@ -1,0 +1,95 @@
+"""torch's ``add_mesh`` on the writer, with the arrays checked before anything is written."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tallyboard.values import to_array
+
+
+@dataclass(frozen=True, eq=False)
+class Mesh:
+    """Vertices, optional faces (vertex indices) and colours, each float32 [B, N, 3]."""
+
+    vertices: np.ndarray
+    faces: np.ndarray | None = None
+    colors: np.ndarray | None = None
+    json_config: str = "{}"
+
+    @property
+    def nbytes(self) -> int:
+        """Payload size (for queue accounting)."""
+        return sum(a.nbytes for a in (self.vertices, self.faces, self.colors) if a is not None)
+
+
+def _component(value: Any, arg: str) -> np.ndarray:
+    arr = to_array(value, arg)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{arg} must hold real numbers, got dtype {arr.dtype}")
+    if arr.ndim != 3 or arr.shape[2] != 3:
+        raise ValueError(f"{arg} must have shape [B, N, 3], got {tuple(arr.shape)}")
+    return arr.astype(np.float32)
+
+
+def make_mesh(
+    vertices: Any, colors: Any = None, faces: Any = None, config_dict: Any = None
+) -> Mesh:
+    """Validate torch's ``add_mesh`` arguments into a :class:`Mesh`."""
+    if vertices is None:
+        raise TypeError("vertices is required (a [B, N, 3] array)")
+    v = _component(vertices, "vertices")
+    c = None if colors is None else _component(colors, "colors")
+    f = None if faces is None else _component(faces, "faces")
+    if c is not None and c.shape[:2] != v.shape[:2]:
+        raise ValueError(
+            f"colors must have one colour per vertex: shape {c.shape} for vertices {v.shape}"
+        )
+    if c is not None and not (np.all(c >= 0) and np.all(c <= 255)):
+        raise ValueError("colors must be in 0..255")
+    if f is not None:
+        if f.shape[0] != v.shape[0]:
+            raise ValueError(
+                f"faces must have the batch size of vertices: {f.shape[0]} != {v.shape[0]}"
+            )
+        if not (np.all(f == np.floor(f)) and np.all(f >= 0) and np.all(f < v.shape[1])):
+            raise ValueError(f"faces must hold integer vertex indices in [0, {v.shape[1]})")
+    if config_dict is None:
+        config = "{}"
+    elif isinstance(config_dict, Mapping):
+        try:
+            config = json.dumps(config_dict, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"config_dict must be JSON-serializable: {exc}") from None
+    else:
+        raise TypeError(f"config_dict must be a dict or None, got {type(config_dict).__name__}")
+    return Mesh(v, f, c, config)
+
+
+def add_mesh(
+    writer: Any,
+    tag: str,
+    vertices: Any,
+    colors: Any = None,
+    faces: Any = None,
+    config_dict: Any = None,
+    global_step: Any = None,
+    walltime: Any = None,
+) -> None:
+    """Log a point cloud or mesh: values ``<tag>_VERTEX``, ``<tag>_FACE``, ``<tag>_COLOR``."""
+    writer.emit("mesh", tag, make_mesh(vertices, colors, faces, config_dict), global_step, walltime)
+
+
+def convert(value: Any) -> Mesh:
+    """``add_value('mesh', tag, value)``: a Mesh, a vertices array, or a dict of add_mesh's arguments."""
+    if isinstance(value, Mesh):
+        return value
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"vertices", "colors", "faces", "config_dict"}
+        if unknown:
+            raise ValueError(f"unknown mesh keys {sorted(unknown)}")
+        return make_mesh(**value)
+    return make_mesh(value)

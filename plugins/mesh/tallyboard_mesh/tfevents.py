@@ -1,0 +1,120 @@
+"""Meshes as TensorBoard's mesh plugin reads them: one DT_FLOAT tensor per component."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from google.protobuf.message import DecodeError
+from tallyboard.records.protobuild import build
+from tallyboard_tfevents.encoding import summary_event
+from tallyboard_tfevents.proto import DT_FLOAT, SummaryValue, TensorProto, metadata, shape
+
+from .methods import Mesh
+
+VERTEX, FACE, COLOR = 1, 2, 3
+_NAMES = {VERTEX: "VERTEX", FACE: "FACE", COLOR: "COLOR"}
+
+MeshPluginData: Any = build(
+    "tallyboard.mesh",
+    {
+        "MeshPluginData": [
+            ("version", 1, "int32"),
+            ("name", 2, "string"),
+            ("content_type", 3, "int32"),
+            ("json_config", 5, "string"),
+            ("shape", 6, "int32", "repeated"),
+            ("components", 7, "uint32"),
+        ]
+    },
+)["MeshPluginData"]
+
+
+def encode(tag: str, step: int | None, wall_time: float, mesh: Mesh) -> bytes:
+    """One ``Event`` with up to three values, in torch's order: vertices, faces, colours."""
+    parts = [
+        (a, kind)
+        for a, kind in ((mesh.vertices, VERTEX), (mesh.faces, FACE), (mesh.colors, COLOR))
+        if a is not None
+    ]
+    components = 0
+    for _, kind in parts:
+        components |= 1 << kind
+    values = []
+    for arr, kind in parts:
+        content = MeshPluginData(
+            version=0,
+            name=tag,
+            content_type=kind,
+            json_config=mesh.json_config,
+            shape=list(arr.shape),
+            components=components,
+        ).SerializeToString()
+        data = np.ascontiguousarray(arr, dtype="<f4")
+        tensor = TensorProto(
+            dtype=DT_FLOAT, tensor_shape=shape(arr.shape), tensor_content=data.tobytes()
+        )
+        values.append(
+            SummaryValue(
+                tag=f"{tag}_{_NAMES[kind]}", metadata=metadata("mesh", content), tensor=tensor
+            )
+        )
+    return summary_event(step, wall_time, values)
+
+
+#: Component name in a decoded row, and the dtype TensorBoard's mesh plugin serves it in.
+COMPONENTS = {VERTEX: ("vertices", "<f4"), FACE: ("faces", "<i4"), COLOR: ("colors", "u1")}
+
+
+def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
+    """One component of a mesh (plugin ``mesh``): ``name`` (the mesh's tag), ``component``
+    (``vertices``, ``faces`` or ``colors``), ``value`` (a numpy array in the dtype TensorBoard's
+    mesh plugin serves: float32, int32, uint8) and ``config`` (the three.js JSON, parsed)."""
+    import json
+
+    if value.metadata.plugin_data.plugin_name != "mesh" or not value.HasField("tensor"):
+        return None
+    try:
+        meta = MeshPluginData.FromString(value.metadata.plugin_data.content)
+        config = json.loads(meta.json_config) if meta.json_config else None
+    except (DecodeError, ValueError):  # not the mesh plugin's data: not a mesh this reads
+        return None
+    if meta.content_type not in COMPONENTS:
+        return None
+    component, dtype = COMPONENTS[meta.content_type]
+    t = value.tensor
+    dims = [int(d.size) for d in t.tensor_shape.dim] or list(meta.shape)
+    if t.tensor_content:
+        data = np.frombuffer(t.tensor_content, "<f4")
+    else:  # torch and tensorboardX write the repeated float_val
+        data = np.asarray(t.float_val, np.float32)
+    if data.size != int(np.prod(dims)):
+        return None
+    return {
+        "name": meta.name,
+        "component": component,
+        "value": data.reshape(dims).astype(dtype),
+        "config": config,
+    }
+
+
+def read_table(rows: list[dict[str, Any]], batches: Any) -> list[dict[str, Any]]:
+    """One row per mesh and step: ``run, tag, step, wall_time, vertices, faces, colors, config``
+    (``tag`` is the mesh's name; a component it was logged without is None)."""
+    meshes: dict[tuple[Any, str, int], dict[str, Any]] = {}
+    for row in rows:
+        key = (row["run"], row["name"], row["step"])
+        mesh = meshes.get(key)
+        if mesh is None:
+            mesh = meshes[key] = {
+                "run": row["run"],
+                "tag": row["name"],
+                "step": row["step"],
+                "wall_time": row["wall_time"],
+                "vertices": None,
+                "faces": None,
+                "colors": None,
+                "config": row["config"],
+            }
+        mesh[row["component"]] = row["value"]
+    return list(meshes.values())

@@ -1,0 +1,64 @@
+"""torch's scalar methods on the writer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tallyboard.values import check_step, check_tag, check_walltime, to_float
+
+
+@dataclass(frozen=True)
+class TensorScalar:
+    """A scalar to be written as a rank-0 tensor (torch's ``new_style=True``)."""
+
+    value: float
+    double_precision: bool = False
+
+
+def add_scalar(
+    writer: Any,
+    tag: str,
+    scalar_value: Any,
+    global_step: Any = None,
+    walltime: Any = None,
+    new_style: bool = False,
+    double_precision: bool = False,
+) -> None:
+    """Log one number under ``tag`` (torch's signature)."""
+    value = scalar_value if type(scalar_value) is float else to_float(scalar_value, "scalar_value")
+    if new_style:
+        writer.emit(
+            "scalar", tag, TensorScalar(value, bool(double_precision)), global_step, walltime
+        )
+    else:
+        writer.emit("scalar", tag, value, global_step, walltime)
+
+
+def add_scalars(
+    writer: Any,
+    main_tag: str,
+    tag_scalar_dict: dict[str, Any],
+    global_step: Any = None,
+    walltime: Any = None,
+) -> None:
+    """Log several numbers on one chart: each key becomes the sub-run ``<main_tag>_<key>``."""
+    check_tag(main_tag, "main_tag")
+    if not hasattr(tag_scalar_dict, "items"):
+        raise TypeError(
+            f"tag_scalar_dict must be a dict of str to number, got {type(tag_scalar_dict).__name__}"
+        )
+    step = check_step(global_step)
+    walltime = check_walltime(walltime)  # one wall time for every key, as torch does
+    values = []
+    for key, raw in tag_scalar_dict.items():
+        if not isinstance(key, str):
+            raise TypeError(f"tag_scalar_dict keys must be str, got {type(key).__name__}: {key!r}")
+        values.append((key, to_float(raw, f"tag_scalar_dict[{key!r}]")))
+    run_prefix = main_tag.replace("/", "_")
+    children = [
+        (writer.child(f"{run_prefix}_{key}", arg=f"tag_scalar_dict key {key!r}"), v)
+        for key, v in values
+    ]
+    for child, value in children:
+        child.emit("scalar", main_tag, value, step, walltime)

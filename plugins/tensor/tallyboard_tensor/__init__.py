@@ -1,0 +1,42 @@
+"""The ``tensor`` kind: ``add_tensor`` and ``add_value("tensor", ...)``; the payload is a NumPy array.
+
+Every numeric dtype is written so that TensorBoard's ``tensor_util.make_ndarray`` gives back the
+same values, dtype and shape. bfloat16 has no NumPy type without TensorFlow, so it is upcast to
+float32, which is exact (every bfloat16 is a float32).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tallyboard import Kind, hookimpl
+
+
+@hookimpl
+def register_kinds(register: Any) -> None:
+    from .methods import add_tensor, to_tensor
+
+    register(
+        Kind(
+            name="tensor",
+            convert=lambda value: to_tensor(value, "value"),
+            methods={"add_tensor": add_tensor},
+            heavy=True,
+            description="a whole array per step (no TensorBoard dashboard)",
+            from_row=lambda row: (row["tag"], row["value"]),
+        )
+    )
+
+
+@hookimpl
+def register_encoders(register: Any) -> None:
+    from .tfevents import encode
+
+    register("tensor", "tfevents", encode)
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    from .tfevents import decode
+
+    register("tfevents", "tensor", decode)

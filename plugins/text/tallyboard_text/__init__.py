@@ -1,0 +1,76 @@
+"""The ``text`` kind: ``add_text`` and ``add_value("text", ...)``; TensorBoard renders markdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tallyboard import Kind, hookimpl
+
+_SUFFIX = "/text_summary"  # torch's text tag: <tag>/text_summary
+
+
+def _convert(value: Any, arg: str = "value") -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{arg} must be a str, got {type(value).__name__}: {value!r}")
+    return value
+
+
+def add_text(
+    writer: Any, tag: str, text_string: str, global_step: Any = None, walltime: Any = None
+) -> None:
+    """Log a (markdown) string under ``tag``; TensorBoard shows it in the TEXT tab."""
+    writer.emit("text", tag, _convert(text_string, "text_string"), global_step, walltime)
+
+
+def encode_tfevents(tag: str, step: int | None, wall_time: float, text: str) -> bytes:
+    """torch's layout: tag ``<tag>/text_summary``, a DT_STRING tensor of shape [1]."""
+    from tallyboard_tfevents.encoding import summary_event
+    from tallyboard_tfevents.proto import DT_STRING, SummaryValue, TensorProto, metadata, shape
+
+    tensor = TensorProto(
+        dtype=DT_STRING, tensor_shape=shape([1]), string_val=[text.encode("utf-8")]
+    )
+    value = SummaryValue(tag=tag + "/text_summary", metadata=metadata("text"), tensor=tensor)
+    return summary_event(step, wall_time, [value])
+
+
+def decode_tfevents(value: Any, step: int, wall_time: float) -> dict[str, str] | None:
+    """A text ``Summary.Value`` (plugin ``text``, DT_STRING tensor) as ``{"value": str}``.
+
+    The tag keeps the writer's spelling (torch and tallyboard add ``/text_summary``); a tensor of
+    several strings is joined with newlines.
+    """
+    if value.metadata.plugin_data.plugin_name != "text" or not value.HasField("tensor"):
+        return None
+    strings = [s.decode("utf-8", "replace") for s in value.tensor.string_val]
+    return {"value": "\n".join(strings)}
+
+
+def from_row(row: dict[str, Any]) -> tuple[str, str]:
+    """A decoded text row as its string, under the tag that ``encode_tfevents`` turns back into
+    the row's (without the ``/text_summary`` it appends)."""
+    tag = row["tag"]
+    return tag.removesuffix(_SUFFIX) or tag, row["value"]
+
+
+@hookimpl
+def register_kinds(register: Any) -> None:
+    register(
+        Kind(
+            name="text",
+            convert=_convert,
+            methods={"add_text": add_text},
+            description="markdown text",
+            from_row=from_row,
+        )
+    )
+
+
+@hookimpl
+def register_encoders(register: Any) -> None:
+    register("text", "tfevents", encode_tfevents)
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    register("tfevents", "text", decode_tfevents)
