@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 import warnings
+
+from tallyboard.extras import MissingExtra
 
 
 def _plugins(as_json: bool) -> int:
@@ -46,8 +50,11 @@ def _plugins(as_json: bool) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def _run(argv: list[str] | None) -> int:
+    from tallyboard import __version__
+
     parser = argparse.ArgumentParser(prog="tallyboard", description="tallyboard command line")
+    parser.add_argument("--version", action="version", version=f"tallyboard {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plugins", help="list installed plugins and what each contributes")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -58,3 +65,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "plugins":
         return _plugins(args.json)
     return cli_read.dispatch(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``tallyboard`` command: a closed pipe ends it quietly, a missing extra in one line."""
+    try:
+        status = _run(argv)
+        sys.stdout.flush()  # a reader that went away (``| head``) is found here, not at exit
+        return status
+    except BrokenPipeError:
+        # Nothing more can reach the reader; stop writing there and exit as a killed writer would.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + int(getattr(signal, "SIGPIPE", 13))
+    except MissingExtra as exc:
+        print(f"tallyboard: {exc}", file=sys.stderr)
+        return 1

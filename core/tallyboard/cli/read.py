@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tallyboard.extras import require
 from tallyboard.plugin.readers import Batch
 from tallyboard.reading.runs import RunReader
 
@@ -351,6 +352,8 @@ def cmd_export(
             raise CliError(
                 f"cannot tell the format from {out!r}: use a .csv, .parquet or .jsonl name or --format"
             )
+    if fmt == "parquet":
+        require("pyarrow", "read", "tallyboard export --format parquet")
     try:
         kind_spec = get_registry().kind(kind)
     except ValueError as e:
@@ -415,7 +418,12 @@ def cmd_convert(
 
     try:
         summary = convert(src, dst, to, force=force, progress=progress, formats=formats)
-    except (TypeError, ValueError, FileExistsError) as e:
+    except FileExistsError:
+        raise CliError(
+            f"{dst} already holds files; pass --force to add the converted runs beside them "
+            "(no existing file is overwritten)"
+        ) from None
+    except (TypeError, ValueError) as e:
         raise CliError(str(e)) from None
     finally:
         if bar:
@@ -463,6 +471,7 @@ def cmd_plot(
 ) -> int:
     import numpy as np
 
+    require("matplotlib", "figures", "tallyboard plot")
     if os.path.exists(out) and not force:
         raise CliError(f"{out} exists; pass --force to overwrite it")
     run_set = set(runs) if runs else None

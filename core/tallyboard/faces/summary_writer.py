@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from tallyboard import paths, warn
+from tallyboard.faces.writer_methods import WriterMethods
 from tallyboard.plugin.registry import Registry, get_registry
 from tallyboard.plugin.sinks import Deferred, Sink, SinkOptions, SinkSpec
 from tallyboard.ranks import reduce as distributed
@@ -145,7 +146,7 @@ class FileWriter:
         self.writer.close()
 
 
-class SummaryWriter:
+class SummaryWriter(WriterMethods):
     """Write training logs that TensorBoard (and other sinks) can read.
 
     Same constructor as torch's; ``log_dir`` may be an fsspec URL (``s3://bucket/run``).
@@ -180,9 +181,29 @@ class SummaryWriter:
         ranks: str | None = None,
         reduce: str | dict[str, str] | None = None,
         sync_timeout: float = distributed.DEFAULT_SYNC_TIMEOUT,
+    ) -> None:
+        self._setup(
+            log_dir, comment, purge_step, max_queue, flush_secs, filename_suffix, sinks,
+            sink_errors, ranks, reduce, sync_timeout,
+        )  # fmt: skip
+
+    def _setup(
+        self,
+        log_dir: str | os.PathLike[str] | None,
+        comment: str,
+        purge_step: int | None,
+        max_queue: int,
+        flush_secs: float,
+        filename_suffix: str,
+        sinks: Sequence[str] | None,
+        sink_errors: str | None,
+        ranks: str | None,
+        reduce: str | dict[str, str] | None,
+        sync_timeout: float,
         _targets: list[SinkTarget] | None = None,
         _plan: distributed.RankPlan | None = None,
     ) -> None:
+        """The constructor's work; a sub-run writer also passes its parent's targets and plan."""
         if not isinstance(comment, str):
             raise TypeError(f"comment must be a str, got {type(comment).__name__}")
         if not isinstance(filename_suffix, str):
@@ -209,6 +230,12 @@ class SummaryWriter:
         self.flush_secs = check_positive_number(flush_secs, "flush_secs")
         self.filename_suffix = filename_suffix
         self._registry: Registry = get_registry()
+        # The plugins' functions bound to this writer, where no subclass overrides the method:
+        # a call reaches the plugin directly, not through WriterMethods' visible twin.
+        cls = type(self)
+        for name, (_, fn) in self._registry.methods.items():
+            if getattr(cls, name, None) is getattr(WriterMethods, name, None):
+                self.__dict__[name] = types.MethodType(fn, self)
         self._targets = (
             list(_targets) if _targets is not None else parse_sinks(self._registry, sinks)
         )
@@ -431,15 +458,14 @@ class SummaryWriter:
             if child is None or child._closed:
                 if self._closed:
                     self._open()
-                child = SummaryWriter(
-                    paths.join(self._dir, rel),
-                    max_queue=self.max_queue,
-                    flush_secs=self.flush_secs,
-                    filename_suffix=self.filename_suffix,
-                    sink_errors=self.sink_errors,
+                child = SummaryWriter.__new__(SummaryWriter)
+                child._setup(
+                    paths.join(self._dir, rel), "", None, self.max_queue, self.flush_secs,
+                    self.filename_suffix, None, self.sink_errors, None, None,
+                    distributed.DEFAULT_SYNC_TIMEOUT,
                     _targets=[t.for_child(rel) for t in self._targets],
                     _plan=dataclasses.replace(self._plan, subdir=None),  # inside this rank's dir
-                )
+                )  # fmt: skip
                 self._children[rel] = child
         return child
 

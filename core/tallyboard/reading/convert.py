@@ -106,7 +106,7 @@ def _check_dst(src: str, dst: str, force: bool) -> str:
             )
     if not force and os.path.isdir(real) and _holds_files(real):
         raise FileExistsError(
-            f"dst {dst!r} already holds files; use force=True (--force) to add the converted "
+            f"dst {dst!r} already holds files; use force=True to add the converted "
             "runs beside them (no existing file is overwritten)"
         )
     return real

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from tallyboard.extras import require
 from tallyboard.plugin.readers import Batch
 from tallyboard.plugin.registry import get_registry
 from tallyboard.reading.runs import RunReader
@@ -51,6 +52,7 @@ def read(
     """
     if table not in FORMATS:
         raise ValueError(f"table must be one of {FORMATS}, got {table!r}")
+    require("pyarrow" if table == "arrow" else "pandas", "read", "tallyboard.read")
     if not isinstance(kind, str):
         raise TypeError(f"kind must be a str, got {type(kind).__name__}")
     run_set, tag_set = _names(runs, "runs"), _names(tags, "tags")
