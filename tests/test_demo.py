@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +56,22 @@ def test_demo_default_run_writes_all_three_faces(tmp_path):
         (50, "histogram"),
     ]
     assert "loss" in load_run(log_dir / "mindspore").Tags()["scalars"]  # tensorboard=True
+    assert _tensorboard_runs(tmp_path) == _readme_demo_runs()
+
+
+def _tensorboard_runs(logdir: Path) -> set[str]:
+    from tensorboard.backend.event_processing import plugin_event_multiplexer
+
+    mux = plugin_event_multiplexer.EventMultiplexer()
+    mux.AddRunsFromDirectory(str(logdir))
+    return set(mux.Runs())
+
+
+def _readme_demo_runs() -> set[str]:
+    """The runs the README says TensorBoard shows for the demo (its first paragraph about it)."""
+    text = (ROOT / "README.md").read_text()
+    para = text[text.index("Run the demo training job") :].split("```", 1)[0]
+    return set(re.findall(r"`(demo(?:/[\w]+)?)`", para))
 
 
 def test_demo_no_mindspore_option_writes_no_mindspore_files(tmp_path):

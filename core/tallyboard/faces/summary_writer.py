@@ -136,8 +136,8 @@ class FileWriter:
     def add_summary(self, summary: Any, global_step: Any = None, walltime: Any = None) -> None:
         self.writer.add_summary(summary, global_step, walltime)
 
-    def get_logdir(self) -> Any:
-        return self.writer.get_logdir()
+    def get_logdir(self) -> str:
+        return self.writer._dir  # a str, as torch's FileWriter gives
 
     def flush(self) -> None:
         self.writer.flush()
@@ -175,16 +175,24 @@ class SummaryWriter(WriterMethods):
         max_queue: int = 10,
         flush_secs: float = 120,
         filename_suffix: str = "",
+        write_to_disk: bool = True,
         *,
+        logdir: str | os.PathLike[str] | None = None,
         sinks: Sequence[str] | None = None,
         sink_errors: str | None = None,
         ranks: str | None = None,
         reduce: str | dict[str, str] | None = None,
         sync_timeout: float = distributed.DEFAULT_SYNC_TIMEOUT,
     ) -> None:
+        if logdir is not None:  # tensorboardX's name for log_dir
+            if log_dir is not None:
+                raise ValueError("give log_dir or logdir (tensorboardX's name for it), not both")
+            log_dir = logdir
+        if not isinstance(write_to_disk, bool):
+            raise TypeError(f"write_to_disk must be a bool, got {type(write_to_disk).__name__}")
         self._setup(
             log_dir, comment, purge_step, max_queue, flush_secs, filename_suffix, sinks,
-            sink_errors, ranks, reduce, sync_timeout,
+            sink_errors, ranks, reduce, sync_timeout, write_to_disk=write_to_disk,
         )  # fmt: skip
 
     def _setup(
@@ -202,6 +210,7 @@ class SummaryWriter(WriterMethods):
         sync_timeout: float,
         _targets: list[SinkTarget] | None = None,
         _plan: distributed.RankPlan | None = None,
+        write_to_disk: bool = True,
     ) -> None:
         """The constructor's work; a sub-run writer also passes its parent's targets and plan."""
         if not isinstance(comment, str):
@@ -216,7 +225,13 @@ class SummaryWriter(WriterMethods):
             raise TypeError(f"log_dir must be a str or os.PathLike, got {type(log_dir).__name__}")
         self.log_dir: Any = log_dir if log_dir else default_log_dir(comment)
         self._dir = os.fspath(self.log_dir)
-        plan = self._plan = _plan if _plan is not None else distributed.plan_ranks(ranks)
+        plan = _plan if _plan is not None else distributed.plan_ranks(ranks)
+        if not write_to_disk:  # tensorboardX: every add_* is checked, nothing is written
+            plan = dataclasses.replace(plan, writes=False)
+        self._plan = plan
+        #: tensorboardX's record of what ``add_scalars`` logged, for :meth:`export_scalars_to_json`.
+        self.scalar_dict: dict[str, list[list[Any]]] = {}
+        self._file_writer: FileWriter | None = FileWriter(self)
         if plan.subdir:
             self.log_dir = self._dir = paths.join(self._dir, plan.subdir)
         if reduce is not None and plan.mode != "zero":
@@ -259,6 +274,8 @@ class SummaryWriter(WriterMethods):
 
     def _open(self) -> None:
         with self._lock:
+            if self._file_writer is None:
+                self._file_writer = FileWriter(self)
             if not self._closed or not self._plan.writes:
                 return
             if in_dataloader_worker():
@@ -342,7 +359,28 @@ class SummaryWriter(WriterMethods):
         Lightning's ``TensorBoardLogger`` calls ``_get_file_writer().add_summary(summary, step)``;
         the returned :class:`FileWriter` hands such protobufs to this writer's sinks.
         """
-        return FileWriter(self)
+        if self._file_writer is None:
+            self._open()
+            self._file_writer = FileWriter(self)
+        return self._file_writer
+
+    @property
+    def file_writer(self) -> FileWriter | None:
+        """torch's public attribute: the :class:`FileWriter` of this run, None once closed
+        (an ``add_*`` or ``_get_file_writer()`` after ``close()`` opens a new one)."""
+        return self._file_writer
+
+    def export_scalars_to_json(self, path: str | os.PathLike[str]) -> None:
+        """tensorboardX's: write every value ``add_scalars`` logged since the last export to
+        ``path`` as JSON, ``{"<log_dir>/<main_tag>/<key>": [[wall_time, step, value], ...]}``,
+        and forget them (they stay in the event files)."""
+        import json
+
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(self.scalar_dict, fh)
+        self.scalar_dict = {}
 
     def flush(self) -> None:
         """Return once everything accepted so far (sub-runs included) is written."""
@@ -366,6 +404,7 @@ class SummaryWriter(WriterMethods):
         finally:
             if sync is not None:
                 sync.closed = True
+            self._file_writer = None
             self._close()
 
     def _close(self) -> None:

@@ -143,11 +143,13 @@ class WriterMethods:
         global_step: Any = None,
         *,
         own_run: bool = False,
+        name: str | None = None,
     ) -> None:
         """Log a trial's hyper-parameters and metrics for TensorBoard's HPARAMS tab (torch's signature).
 
         As torch, a child run ``<log_dir>/<run_name or time.time()>`` gets the three hparams
-        summaries and one scalar per metric. With ``own_run=True`` they go to this writer's own run
+        summaries and one scalar per metric. ``name`` is tensorboardX's word for ``run_name``
+        (tensorboardX's ``add_hparams(hparam_dict, metric_dict, name)`` works as it is). With ``own_run=True`` they go to this writer's own run
         instead (``run_name`` must then be None), so the HPARAMS tab links the hparams to the metric
         curves this run logs with ``add_scalar``; a metric whose value is None is declared without
         writing a value (use the tag of a curve you already log).
@@ -160,6 +162,7 @@ class WriterMethods:
             run_name,
             global_step,
             own_run=own_run,
+            name=name,
         )
 
     def add_image(
@@ -197,7 +200,11 @@ class WriterMethods:
         walltime: Any = None,
         dataformats: str = "NCHW",
     ) -> None:
-        """Log a batch of images as one grid (torch's layout: 8 per row)."""
+        """Log a batch of images as one grid (torch's layout: 8 per row).
+
+        As in tensorboardX, ``img_tensor`` may also be a list of images of one size with
+        ``dataformats`` ``"CHW"`` or ``"HWC"``.
+        """
         self._plugin_method("add_images")(self, tag, img_tensor, global_step, walltime, dataformats)
 
     def add_keras_model(

@@ -101,11 +101,13 @@ def add_hparams(
     global_step: Any = None,
     *,
     own_run: bool = False,
+    name: str | None = None,
 ) -> None:
     """Log a trial's hyper-parameters and metrics for TensorBoard's HPARAMS tab (torch's signature).
 
     As torch, a child run ``<log_dir>/<run_name or time.time()>`` gets the three hparams
-    summaries and one scalar per metric. With ``own_run=True`` they go to this writer's own run
+    summaries and one scalar per metric. ``name`` is tensorboardX's word for ``run_name``
+    (tensorboardX's ``add_hparams(hparam_dict, metric_dict, name)`` works as it is). With ``own_run=True`` they go to this writer's own run
     instead (``run_name`` must then be None), so the HPARAMS tab links the hparams to the metric
     curves this run logs with ``add_scalar``; a metric whose value is None is declared without
     writing a value (use the tag of a curve you already log).
@@ -114,6 +116,14 @@ def add_hparams(
         raise TypeError(f"hparam_dict must be a dict, got {type(hparam_dict).__name__}")
     if type(metric_dict) is not dict:
         raise TypeError(f"metric_dict must be a dict, got {type(metric_dict).__name__}")
+    if isinstance(hparam_domain_discrete, str):  # tensorboardX: the third argument is the name
+        hparam_domain_discrete, name = None, hparam_domain_discrete if name is None else name
+    if name is not None:
+        if run_name is not None:
+            raise ValueError("give run_name or name (tensorboardX's word for it), not both")
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {type(name).__name__}")
+        run_name = name
     step = check_step(global_step)
     values: dict[str, HParamValue] = {}
     for key, raw in hparam_dict.items():

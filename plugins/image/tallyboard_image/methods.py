@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from tallyboard.values import to_array
 
 from .convert import (
     ImagePayload,
@@ -37,8 +38,29 @@ def add_images(
     walltime: Any = None,
     dataformats: str = "NCHW",
 ) -> None:
-    """Log a batch of images as one grid (torch's layout: 8 per row)."""
+    """Log a batch of images as one grid (torch's layout: 8 per row).
+
+    As in tensorboardX, ``img_tensor`` may also be a list of images of one size with
+    ``dataformats`` ``"CHW"`` or ``"HWC"``.
+    """
+    if isinstance(img_tensor, (list, tuple)) and isinstance(dataformats, str):
+        if dataformats.upper() in ("CHW", "HWC"):
+            img_tensor = _stack(img_tensor)
+            dataformats = "N" + dataformats.upper()
     writer.emit("image", tag, ImagePayload(to_hwc(img_tensor, dataformats)), global_step, walltime)
+
+
+def _stack(images: list[Any] | tuple[Any, ...]) -> np.ndarray:
+    """A list of same-sized images as one batch (tensorboardX's list form of ``add_images``)."""
+    if not images:
+        raise ValueError("img_tensor is an empty list: give at least one image")
+    arrays = [to_array(img, f"img_tensor[{i}]") for i, img in enumerate(images)]
+    shapes = {a.shape for a in arrays}
+    if len(shapes) > 1:
+        raise ValueError(
+            f"img_tensor: the images of a list must share one shape, got {sorted(shapes)}"
+        )
+    return np.stack(arrays)
 
 
 def add_image_with_boxes(

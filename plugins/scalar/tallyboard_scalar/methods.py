@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,5 +61,11 @@ def add_scalars(
         (writer.child(f"{run_prefix}_{key}", arg=f"tag_scalar_dict key {key!r}"), v)
         for key, v in values
     ]
-    for child, value in children:
+    if walltime is None:
+        walltime = time.time()
+    remembered = writer.scalar_dict  # tensorboardX's export_scalars_to_json reads these
+    for (child, value), (key, _) in zip(children, values):
         child.emit("scalar", main_tag, value, step, walltime)
+        remembered.setdefault(f"{writer.log_dir}/{main_tag}/{key}", []).append(
+            [walltime, step, value]
+        )
