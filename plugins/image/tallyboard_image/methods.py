@@ -43,10 +43,10 @@ def add_images(
     As in tensorboardX, ``img_tensor`` may also be a list of images of one size with
     ``dataformats`` ``"CHW"`` or ``"HWC"``.
     """
-    if isinstance(img_tensor, (list, tuple)) and isinstance(dataformats, str):
-        if dataformats.upper() in ("CHW", "HWC"):
-            img_tensor = _stack(img_tensor)
-            dataformats = "N" + dataformats.upper()
+    listed = isinstance(img_tensor, (list, tuple)) and isinstance(dataformats, str)
+    if listed and dataformats.upper() in ("CHW", "HWC"):
+        img_tensor = _stack(img_tensor)
+        dataformats = "N" + dataformats.upper()
     writer.emit("image", tag, ImagePayload(to_hwc(img_tensor, dataformats)), global_step, walltime)
 
 
