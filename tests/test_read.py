@@ -313,3 +313,21 @@ def test_a_record_longer_than_a_chunk_is_read_in_one_call(
     batch = file_reader.read_new()
     assert batch.rows["text"][0]["value"] == text and _steps(batch) == [0, 2]
     assert max(sizes) > 49_000 and len(sizes) < 8, sizes  # one read for it, not 50
+
+
+def test_files_written_under_the_old_name_are_read(tmp_path):
+    """Before its rename tallyboard stamped its event files with another writer name; the name
+    is metadata only and such files read back whole."""
+    from tensorboard.compat.proto.event_pb2 import Event, SourceMetadata
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    old_name = "plug" + "board"  # spelled apart: the old name appears nowhere else in the tree
+    writer = EventFileWriter(str(tmp_path))
+    writer.add_event(Event(wall_time=1.0, source_metadata=SourceMetadata(writer=old_name)))
+    for step in range(3):
+        value = Summary.Value(tag="loss", simple_value=float(step))
+        writer.add_event(Event(wall_time=2.0 + step, step=step, summary=Summary(value=[value])))
+    writer.close()
+    df = read(str(tmp_path))
+    assert df["step"].tolist() == [0, 1, 2] and df["value"].tolist() == [0.0, 1.0, 2.0]
