@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import raw_events
-from tallyboard import SummaryWriter
+from mindspore_reader import values
+from tallyboard import SummaryRecord, SummaryWriter
 from tallyboard.plugin.registry import get_registry
 
 
@@ -248,3 +249,112 @@ def test_every_argument_is_checked_in_the_call(tmp_path: Path, method: str) -> N
                     if value.tag == "sentinel":
                         steps.add(event.step)
     assert steps == set(range(1, sentinel + 1))
+
+
+def _hand_built_payloads() -> list[Any]:
+    """Payload objects a caller may build and pass to ``add_value``, each with a bad field."""
+    from tallyboard_audio.convert import AudioPayload
+    from tallyboard_histogram.compute import Histogram
+    from tallyboard_hparams.methods import HParamsSummary
+    from tallyboard_image.convert import ImagePayload
+    from tallyboard_mesh.methods import Mesh
+    from tallyboard_pr_curve.compute import PrCurve
+
+    pixels = np.zeros((4, 4, 3), dtype=np.uint8)
+    return [
+        ImagePayload(pixels, fps=1e-9),
+        ImagePayload(pixels, fps=math.nan),
+        ImagePayload(np.zeros((2, 4, 4, 3), dtype=np.uint8), fps=4.0),  # frames, no fps
+        ImagePayload(pixels.astype(np.float64)),
+        ImagePayload(pixels, rescale=1e12),
+        ImagePayload(pixels, boxes=np.array([[0, 0, 1, 1.0]]), labels=("bad\ud800",)),
+        AudioPayload(np.zeros((8, 1), dtype="<i2"), 1e12),
+        AudioPayload(np.zeros((8, 3), dtype="<i2"), 8000.0),
+        AudioPayload(np.zeros((8, 1)), 8000.0),
+        Histogram(0.0, 1.0, 1.0, 1.0, 1.0, np.array([1.0, 2.0]), np.array([1.0])),
+        Histogram(math.nan, 1.0, 1.0, 1.0, 1.0, np.array([1.0]), np.array([1.0])),
+        PrCurve(np.zeros((2, 3)), 3),
+        PrCurve(np.zeros((6, 3)), 2**40),
+        Mesh(np.zeros((1, 3, 2), dtype=np.float32)),
+        Mesh(np.zeros((1, 3, 3), dtype=np.float32), json_config="bad\ud800"),
+        HParamsSummary("experiment", {"bad\ud800": 1.0}),
+        HParamsSummary("experiment", {"k": "bad\ud800"}),
+        HParamsSummary("session_start_info", {"k": object()}),  # type: ignore[dict-item]
+        HParamsSummary("no_such_part"),
+    ]
+
+
+def builtin_kinds() -> list[str]:
+    kinds = get_registry().kinds
+    return sorted(
+        name
+        for name, k in kinds.items()
+        if getattr(k.convert, "__module__", type(k.convert).__module__).startswith("tallyboard_")
+    )
+
+
+@pytest.mark.parametrize("kind", builtin_kinds())
+def test_every_add_value_is_checked_in_the_call(tmp_path: Path, kind: str) -> None:
+    log_dir = tmp_path / "run"
+    writer = SummaryWriter(str(log_dir))
+    problems: list[str] = []
+    sentinel = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for bad in [*BAD_VALUES, *_hand_built_payloads()]:
+            shown = repr(bad)[:120]
+            try:
+                writer.add_value(kind, "v", bad, 1)
+            except (TypeError, ValueError):
+                pass  # value is the one argument add_value checks here
+            except Exception as exc:
+                problems.append(f"{shown}: {type(exc).__name__}: {exc}")
+            try:
+                writer.flush()
+            except Exception as exc:
+                problems.append(f"{shown}: accepted, then flush raised {exc!r}")
+                writer.close()
+            sentinel += 1
+            writer.add_scalar("sentinel", float(sentinel), sentinel)
+        try:
+            writer.close()
+        except Exception as exc:
+            problems.append(f"close raised {exc!r}")
+    assert problems == [], f"{kind}:\n" + "\n".join(problems)
+    steps = {e.step for e in raw_events(log_dir) for v in e.summary.value if v.tag == "sentinel"}
+    assert steps == set(range(1, sentinel + 1))
+
+
+@pytest.mark.parametrize("plugin", ["scalar", "tensor", "image", "histogram"])
+def test_every_summary_record_add_value_is_checked_in_the_call(tmp_path: Path, plugin: str) -> None:
+    """SummaryRecord pools values until record(): a bad name or value must fail in add_value,
+    or the whole file would be lost at close()."""
+    problems: list[str] = []
+    step = 0
+    good = {
+        "scalar": 1.0,
+        "tensor": np.ones(2),
+        "image": np.zeros((1, 3, 2, 2)),
+        "histogram": [1.0],
+    }
+    with SummaryRecord(str(tmp_path), tensorboard=True) as record, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = [(bad, good[plugin]) for bad in BAD_VALUES] + [("v", bad) for bad in BAD_VALUES]
+        for name, value in cases:
+            try:
+                record.add_value(plugin, name, value)
+            except (TypeError, ValueError):
+                pass
+            except Exception as exc:
+                problems.append(f"{name!r}, {repr(value)[:80]}: {type(exc).__name__}: {exc}")
+            step += 1
+            record.add_value("scalar", "sentinel", float(step))
+            try:
+                record.record(step)
+                record.flush()
+            except Exception as exc:
+                problems.append(f"{name!r}, {repr(value)[:80]}: record/flush raised {exc!r}")
+    assert problems == []
+    (path,) = [p for p in tmp_path.iterdir() if p.name.endswith("_MS")]
+    got = {s for s, tag, _, _ in values(path) if tag == "sentinel"}
+    assert got == set(range(1, step + 1))
