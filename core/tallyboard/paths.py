@@ -13,6 +13,14 @@ def is_url(path: str) -> bool:
     return "://" in path and not _DRIVE.match(path)
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def safe_relpath(rel: str, arg: str) -> str:
     """Validate a relative path built from user input; return it with '/' separators.
 
@@ -24,6 +32,8 @@ def safe_relpath(rel: str, arg: str) -> str:
     problem = ""
     if not rel:
         problem = "it is empty"
+    elif not rel.isascii() and not _utf8(rel):
+        problem = "it holds a lone surrogate, which no file name can hold as UTF-8"
     elif any(ord(c) < 32 for c in rel):
         problem = "it contains a control character (NUL, newline, ...)"
     elif rel.startswith(("/", "\\")) or _DRIVE.match(rel):
@@ -42,3 +52,21 @@ def join(base: str, rel: str) -> str:
     if is_url(base):
         return base.rstrip("/") + "/" + rel
     return os.path.join(base, *rel.split("/"))
+
+
+def resolve_inside(base: str, rel: str, arg: str) -> str:
+    """``join(base, rel)`` for a validated ``rel``, refusing a path that a symlink leads out of ``base``.
+
+    ``base`` itself may be a symlink (runs on another disk); what must not happen is a symlink
+    inside it, at ``rel`` or on the way there, pointing elsewhere. URLs have no symlinks.
+    """
+    path = join(base, rel)
+    if is_url(base):
+        return path
+    root = os.path.realpath(base)
+    real = os.path.realpath(path)
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        raise ValueError(
+            f"{arg} {rel!r} leads outside the log dir {base!r} through a symlink (to {real!r})"
+        )
+    return path

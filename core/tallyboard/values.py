@@ -31,11 +31,47 @@ def check_tag(tag: Any, arg: str = "tag") -> str:
         if isinstance(tag, str):
             return check_tag(str(tag), arg)
         raise TypeError(f"{arg} must be a str, got {type_name(tag)}: {tag!r}")
-    try:
-        tag.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"{arg} {tag!r} cannot be written as UTF-8: {exc.reason}") from None
+    if not tag.isascii():
+        check_utf8(tag, arg)
     return tag
+
+
+def check_text(text: Any, arg: str) -> str:
+    """Any str written into a file (text, names, labels, keys): a str that can be UTF-8."""
+    return check_tag(text, arg)
+
+
+def check_utf8(text: str, arg: str) -> str:
+    """``text`` unchanged if it can be written as UTF-8 (no lone surrogate), else ValueError."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{arg} {text!r} cannot be written as UTF-8: {exc.reason} (at index {exc.start})"
+        ) from None
+    return text
+
+
+def check_utf8_array(arr: np.ndarray, arg: str) -> np.ndarray:
+    """A NumPy str array unchanged if every element can be written as UTF-8, else ValueError."""
+    if arr.dtype.kind == "U" and arr.size:
+        codes = np.ascontiguousarray(arr).reshape(-1).view(np.uint32).reshape(arr.size, -1)
+        bad = ((codes >= 0xD800) & (codes <= 0xDFFF)).any(axis=1)
+        if bad.any():
+            index = np.unravel_index(int(np.argmax(bad)), arr.shape)
+            where = "".join(f"[{int(i)}]" for i in index)
+            check_utf8(str(arr[index]), f"{arg}{where}")
+    return arr
+
+
+def check_flag(value: Any, arg: str) -> bool:
+    """A yes/no argument: anything with a truth value, as torch takes it; else TypeError."""
+    if type(value) is bool:
+        return value
+    try:
+        return bool(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{arg} must be a bool, got {type_name(value)}: {exc}") from None
 
 
 def check_step(step: Any, arg: str = "global_step") -> int | None:

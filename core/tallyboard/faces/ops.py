@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tallyboard.values import to_array
+from tallyboard.values import check_utf8, to_array
 
 __all__ = ["ScalarSummary", "ImageSummary", "TensorSummary", "HistogramSummary", "to_numpy"]
 
@@ -79,6 +79,7 @@ class _SummaryOp:
             )
         if not name:
             raise ValueError(f"For '{owner}', the name must be valid string, but got '{name}'.")
+        check_utf8(name, "name")
         array = to_numpy(self.type_name.lower(), value, owner)
         with _lock:
             _cache[f"{name}[:{self.type_name}]"] = array

@@ -29,6 +29,7 @@ from tallyboard.plugin.registry import get_registry
 from tallyboard.plugin.sinks import Sink, SinkOptions
 from tallyboard.ranks import discovery as ranks
 from tallyboard.records import lifecycle
+from tallyboard.values import check_utf8
 
 __all__ = ["SummaryRecord", "Recorded", "PLUGINS"]
 
@@ -372,6 +373,8 @@ class SummaryRecord:
             else:  # NumPy's scalar types are the dtypes' own types
                 number = value.item() if value_type in _FLOAT_TYPES else None
             if number is not None:
+                if not name.isascii():  # a lone surrogate would fail the whole file at close
+                    check_utf8(name, "name")
                 self._pool.append(("scalar", name, number))
                 return
         if plugin in _ARRAY_PLUGINS:
@@ -379,6 +382,7 @@ class SummaryRecord:
                 raise ValueError(
                     f'For "SummaryRecord", the parameter "name" type should be str, but got {type(name)}.'
                 )
+            check_utf8(name, "name")
             payload = ops.to_numpy(plugin, value)
             kind = plugin
         else:
@@ -409,6 +413,7 @@ class SummaryRecord:
                 raise ValueError(
                     f'For "SummaryRecord", the parameter "name" type should be str, but got {type(name)}.'
                 )
+            check_utf8(name, "name")
         if self._closed:
             logger.warning(
                 "SummaryRecord is closed: the %r value %r is pooled but will never be written",

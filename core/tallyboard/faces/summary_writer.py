@@ -111,9 +111,18 @@ def parse_sinks(registry: Registry, sinks: Sequence[str] | None) -> list[SinkTar
 
 
 def default_log_dir(comment: str = "") -> str:
-    """torch's default: ``runs/<Mon><DD>_<HH>-<MM>-<SS>_<hostname><comment>``."""
+    """torch's default: ``runs/<Mon><DD>_<HH>-<MM>-<SS>_<hostname><comment>``.
+
+    ``comment`` ends one folder name inside ``runs/``: a separator, ``..`` or control character
+    in it is refused with ValueError, so no comment can place the run elsewhere.
+    """
+    if "/" in comment or "\\" in comment:
+        raise ValueError(
+            f"comment {comment!r} must not contain a path separator: it ends the run's folder name"
+        )
     stamp = datetime.now().strftime("%b%d_%H-%M-%S")
-    return os.path.join("runs", f"{stamp}_{socket.gethostname()}{comment}")
+    name = paths.safe_relpath(f"{stamp}_{socket.gethostname()}{comment}", "comment")
+    return os.path.join("runs", name)
 
 
 class FileWriter:
@@ -221,6 +230,7 @@ class SummaryWriter(WriterMethods):
             raise ValueError(
                 f"filename_suffix {filename_suffix!r} must not contain path separators or NUL"
             )
+        check_tag(filename_suffix, "filename_suffix")  # a lone surrogate: no file can be named
         if log_dir is not None and not isinstance(log_dir, (str, os.PathLike)):
             raise TypeError(f"log_dir must be a str or os.PathLike, got {type(log_dir).__name__}")
         self.log_dir: Any = log_dir if log_dir else default_log_dir(comment)
@@ -495,11 +505,12 @@ class SummaryWriter(WriterMethods):
         with self._lock:
             child = self._children.get(rel)
             if child is None or child._closed:
+                run_dir = paths.resolve_inside(self._dir, rel, arg)
                 if self._closed:
                     self._open()
                 child = SummaryWriter.__new__(SummaryWriter)
                 child._setup(
-                    paths.join(self._dir, rel), "", None, self.max_queue, self.flush_secs,
+                    run_dir, "", None, self.max_queue, self.flush_secs,
                     self.filename_suffix, None, self.sink_errors, None, None,
                     distributed.DEFAULT_SYNC_TIMEOUT,
                     _targets=[t.for_child(rel) for t in self._targets],

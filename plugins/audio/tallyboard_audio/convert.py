@@ -12,6 +12,8 @@ from tallyboard.warn import warn
 
 DEFAULT_SAMPLE_RATE = 44100
 _INT16_MAX = np.iinfo(np.int16).max  # 32767: torch scales by this and truncates
+#: A WAV header stores the rate and the byte rate (rate x channels x 2 bytes) as uint32.
+MAX_SAMPLE_RATE = (2**32 - 1) // 4
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,7 +40,7 @@ class AudioPayload:
 
 
 def check_sample_rate(sample_rate: Any, arg: str = "sample_rate") -> float:
-    """A finite sample rate of at least 1 Hz."""
+    """A sample rate from 1 Hz to :data:`MAX_SAMPLE_RATE` (what a WAV header can hold)."""
     if isinstance(sample_rate, bool) or not isinstance(
         sample_rate, (int, float, np.integer, np.floating)
     ):
@@ -46,8 +48,11 @@ def check_sample_rate(sample_rate: Any, arg: str = "sample_rate") -> float:
             f"{arg} must be a number of Hz, got {type(sample_rate).__name__}: {sample_rate!r}"
         )
     value = float(sample_rate)
-    if not math.isfinite(value) or value < 1:
-        raise ValueError(f"{arg} must be a finite number >= 1, got {sample_rate!r}")
+    if not math.isfinite(value) or value < 1 or round(value) > MAX_SAMPLE_RATE:
+        raise ValueError(
+            f"{arg} must be a finite number >= 1 and <= {MAX_SAMPLE_RATE} Hz (a WAV header's "
+            f"limit), got {sample_rate!r}"
+        )
     return value
 
 
@@ -81,8 +86,21 @@ def to_pcm16(value: Any, arg: str = "snd_tensor") -> np.ndarray:
     return np.ascontiguousarray((arr * _INT16_MAX).astype("<i2"))
 
 
+def check_payload(payload: AudioPayload, arg: str = "value") -> None:
+    """An AudioPayload built by hand holds what ``to_pcm16`` and ``check_sample_rate`` give."""
+    samples = payload.samples
+    if not isinstance(samples, np.ndarray) or samples.dtype != np.dtype("<i2"):
+        raise TypeError(f"{arg}.samples must be an int16 NumPy array")
+    if samples.ndim != 2 or samples.shape[1] not in (1, 2) or samples.shape[0] == 0:
+        raise ValueError(
+            f"{arg}.samples must have shape (frames, 1 or 2), got {tuple(samples.shape)}"
+        )
+    check_sample_rate(payload.sample_rate, f"{arg}.sample_rate")
+
+
 def convert(value: Any) -> AudioPayload:
     """``add_value("audio", tag, value)``: an AudioPayload, or samples at 44.1 kHz."""
     if isinstance(value, AudioPayload):
+        check_payload(value)
         return value
     return AudioPayload(to_pcm16(value, "value"), float(DEFAULT_SAMPLE_RATE))

@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tallyboard.values import check_text
+
 CONFIG_TAG = "custom_scalars__config__"
 
 
@@ -29,9 +31,10 @@ class Category:
 def _tags(tags: Any, arg: str) -> tuple[str, ...]:
     if isinstance(tags, (str, bytes)) or not isinstance(tags, Sequence):
         raise TypeError(f"{arg} must be a list of str tags, got {type(tags).__name__}: {tags!r}")
-    for tag in tags:
+    for i, tag in enumerate(tags):
         if not isinstance(tag, str):
             raise TypeError(f"{arg} must hold str tags, got {type(tag).__name__}: {tag!r}")
+        check_text(tag, f"{arg}[{i}]")
     if not tags:
         raise ValueError(f"{arg} is empty: a chart needs at least one tag")
     return tuple(tags)
@@ -40,7 +43,7 @@ def _tags(tags: Any, arg: str) -> tuple[str, ...]:
 def _str(value: Any, arg: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{arg} must be a str, got {type(value).__name__}: {value!r}")
-    return value
+    return check_text(value, arg)
 
 
 def parse_layout(layout: Any, arg: str = "layout") -> tuple[Category, ...]:

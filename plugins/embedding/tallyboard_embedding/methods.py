@@ -8,11 +8,11 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from io import BytesIO
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from tallyboard import paths
-from tallyboard.values import check_step, check_tag, to_array
+from tallyboard.values import check_step, check_tag, check_text, to_array
 from tallyboard.warn import warn
 
 from . import files
@@ -128,7 +128,7 @@ def _matrix(mat: Any) -> np.ndarray:
 
 
 def _cell(value: Any, where: str) -> str:
-    text = str(value)
+    text = check_text(str(value), where)
     if "\t" in text or "\n" in text or "\r" in text:
         raise ValueError(
             f"{where} = {text!r} contains a tab or newline, which would break metadata.tsv"
@@ -136,18 +136,18 @@ def _cell(value: Any, where: str) -> str:
     return text
 
 
-def _labels(metadata: Any) -> list[Any]:
+def _labels(metadata: Any, arg: str = "metadata") -> list[Any]:
     if hasattr(metadata, "tolist") and not isinstance(metadata, (list, tuple)):
         if hasattr(metadata, "detach"):
             metadata = metadata.detach().cpu()
         metadata = metadata.tolist()
     if isinstance(metadata, (str, bytes)) or not isinstance(metadata, Sequence):
-        raise TypeError(f"metadata must be a list of labels, got {type(metadata).__name__}")
+        raise TypeError(f"{arg} must be a list of labels, got {type(metadata).__name__}")
     return list(metadata)
 
 
-def _checked_lines(cells: list[str], what: Callable[[int], str]) -> None:
-    """Raise naming the first cell holding a tab or newline."""
+def _checked_lines(cells: list[str], what: Callable[[int], str]) -> NoReturn:
+    """Raise naming the first cell holding a tab, a newline or a lone surrogate."""
     for i, text in enumerate(cells):
         _cell(text, what(i))
     raise AssertionError(
@@ -164,8 +164,11 @@ def _metadata_tsv(metadata: Any, header: Any, rows: int) -> bytes:
         text = "\n".join(cells)
         if "\t" in text or "\r" in text or text.count("\n") != len(cells) - 1:
             _checked_lines(cells, lambda i: f"metadata[{i}]")
-        return (text + "\n").encode("utf-8")
-    header = _labels(header)
+        try:
+            return (text + "\n").encode("utf-8")
+        except UnicodeEncodeError:
+            _checked_lines(cells, lambda i: f"metadata[{i}]")
+    header = _labels(header, "metadata_header")
     if not header:
         raise ValueError("metadata_header must not be empty")
     lines = ["\t".join(_cell(h, f"metadata_header[{j}]") for j, h in enumerate(header))]
@@ -275,7 +278,7 @@ def write(log_dir: str, emb: Embedding) -> None:
     """Write the embedding's files and merge its entry into ``projector_config.pbtxt``."""
     from .proto import EmbeddingInfo
 
-    target = paths.join(log_dir, paths.safe_relpath(emb.subdir, "tag"))
+    target = paths.resolve_inside(log_dir, paths.safe_relpath(emb.subdir, "tag"), "tag")
     found, is_dir = files.exists(target)
     if found and not is_dir:
         raise FileExistsError(

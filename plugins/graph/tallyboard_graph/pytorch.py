@@ -17,6 +17,8 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from tallyboard.values import check_flag
+
 from .proto import PRODUCER, AttrValue, GraphDef, NodeDef, TensorShapeProto, VersionDef
 
 _DEPRECATED = re.compile(r"`?torch\.jit\.trace\w*`? is deprecated")
@@ -54,6 +56,11 @@ def _eval_mode(model: Any) -> Iterator[None]:
         model.train(training)
 
 
+class TraceError(RuntimeError, ValueError):
+    """torch could not trace the model on its input: a RuntimeError as torch's own, and a
+    ValueError as every rejected ``add_*`` argument."""
+
+
 def trace(model: Any, args: Any, strict: bool = True) -> Any:
     """``torch.jit.trace`` in eval mode, without its deprecation warning; returns the traced module."""
     import torch
@@ -68,8 +75,11 @@ def trace(model: Any, args: Any, strict: bool = True) -> Any:
             # display does not need it, and it triples the cost (torch keeps the default check).
             traced = torch.jit.trace(model, args, strict=strict, check_trace=False)
         except Exception as exc:
-            exc.add_note("add_graph: tracing the model failed; no graph was logged")
-            raise
+            error = TraceError(
+                f"tracing model on input_to_model failed ({type(exc).__name__}: {exc})"
+            )
+            error.add_note("add_graph: tracing the model failed; no graph was logged")
+            raise error from exc
     torch._C._jit_pass_inline(traced.graph)
     return traced
 
@@ -182,7 +192,9 @@ def model_graph(
 
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    traced = trace(model, input_to_model, bool(use_strict_trace))
+    strict = check_flag(use_strict_trace, "use_strict_trace")
+    verbose = check_flag(verbose, "verbose")
+    traced = trace(model, input_to_model, strict)
     if verbose:
         print(traced.graph)
     return graph_def(nodes_from_trace(traced)).SerializeToString()  # type: ignore[no-any-return]

@@ -113,6 +113,10 @@ def _values(values: Any, arg: str) -> np.ndarray:
     return np.ascontiguousarray(arr.astype(np.float64, copy=False).reshape(-1))
 
 
+#: The most buckets an int ``bins`` may ask for (a larger one would only exhaust memory).
+MAX_BINS = 1 << 20
+
+
 def _check_bins(bins: Any) -> Any:
     if isinstance(bins, str):
         if bins == "tensorflow" or bins in _ESTIMATORS:
@@ -123,8 +127,8 @@ def _check_bins(bins: Any) -> Any:
     if isinstance(bins, (bool, np.bool_)):
         raise TypeError("bins must be a str, an int or an array of edges, got bool")
     if isinstance(bins, (int, np.integer)):
-        if bins < 1:
-            raise ValueError(f"bins must be >= 1, got {bins}")
+        if not 1 <= bins <= MAX_BINS:
+            raise ValueError(f"bins must be from 1 to {MAX_BINS}, got {bins}")
         return int(bins)
     try:
         edges = to_array(bins, "bins")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from tallyboard.values import check_step, to_float
+from tallyboard.values import check_flag, check_step, check_text, to_float
 
 from .proto import EXPERIMENT_TAG, SESSION_END_INFO_TAG, SESSION_START_INFO_TAG
 
@@ -32,9 +32,11 @@ class HParamsSummary:
     content: bytes = b""
 
 
-def _hparam_value(key: str, value: Any) -> HParamValue | None:
+def _hparam_value(key: str, value: Any, where: str = "hparam_dict") -> HParamValue | None:
     """A bool, float or str for hparam ``key``; None means "skip it" (as torch)."""
-    if value is None or isinstance(value, (bool, str)):
+    if isinstance(value, str):
+        return check_text(value, f"{where}[{key!r}]")
+    if value is None or isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):
         if isinstance(value, int) and abs(value) > 2**53:
@@ -53,7 +55,7 @@ def _hparam_value(key: str, value: Any) -> HParamValue | None:
         else:
             item = value.item()
         if isinstance(item, (bool, int, float, str)):
-            return _hparam_value(key, item)
+            return _hparam_value(key, item, where)
     raise TypeError(
         f"hparam_dict[{key!r}] must be a bool, int, float, str, NumPy scalar or tensor, "
         f"got {type(value).__name__}: {value!r}"
@@ -82,7 +84,7 @@ def _domains(raw: Any, values: Mapping[str, HParamValue]) -> dict[str, tuple[HPa
         want = _kind_of(values[key])
         items = []
         for item in domain:
-            converted = _hparam_value(key, item)
+            converted = _hparam_value(key, item, "hparam_domain_discrete")
             if converted is None or _kind_of(converted) is not want:
                 raise TypeError(
                     f"hparam_domain_discrete[{key!r}] holds {item!r}, not a {want.__name__} like hparam_dict[{key!r}]"
@@ -116,19 +118,32 @@ def add_hparams(
         raise TypeError(f"hparam_dict must be a dict, got {type(hparam_dict).__name__}")
     if type(metric_dict) is not dict:
         raise TypeError(f"metric_dict must be a dict, got {type(metric_dict).__name__}")
+    run_arg = "run_name"
     if isinstance(hparam_domain_discrete, str):  # tensorboardX: the third argument is the name
-        hparam_domain_discrete, name = None, hparam_domain_discrete if name is None else name
-    if name is not None:
+        if name is not None or run_name is not None:
+            raise ValueError(
+                "hparam_domain_discrete is a str, read as tensorboardX's name argument: "
+                "give it, name= or run_name=, only one"
+            )
+        hparam_domain_discrete, name, run_arg = (
+            None,
+            hparam_domain_discrete,
+            "hparam_domain_discrete",
+        )
+    elif name is not None:
         if run_name is not None:
             raise ValueError("give run_name or name (tensorboardX's word for it), not both")
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
+        run_arg = "name"
+    if name is not None:
         run_name = name
     step = check_step(global_step)
     values: dict[str, HParamValue] = {}
     for key, raw in hparam_dict.items():
         if not isinstance(key, str):
             raise TypeError(f"hparam_dict keys must be str, got {type(key).__name__}: {key!r}")
+        check_text(key, "hparam_dict key")
         value = _hparam_value(key, raw)
         if value is not None:
             values[key] = value
@@ -138,6 +153,7 @@ def add_hparams(
             raise TypeError(
                 f"metric_dict keys must be non-empty str, got {type(key).__name__}: {key!r}"
             )
+        check_text(key, "metric_dict key")
         if raw is None:
             metrics[key] = None
             continue
@@ -147,16 +163,16 @@ def add_hparams(
             )
         metrics[key] = to_float(raw, f"metric_dict[{key!r}]")
     domains = _domains(hparam_domain_discrete, values)
-    if own_run:
+    if check_flag(own_run, "own_run"):
         if run_name is not None:
             raise ValueError(
                 "run_name must be None when own_run=True (the hparams go to this writer's run)"
             )
         target = writer
     else:
-        if run_name is None or run_name == "":
+        if run_name is None or (isinstance(run_name, str) and not run_name):
             run_name = repr(time.time())
-        target = writer.child(run_name, arg="run_name")
+        target = writer.child(run_name, arg=run_arg)
     summaries = (
         (EXPERIMENT_TAG, HParamsSummary("experiment", values, tuple(metrics), domains)),
         (SESSION_START_INFO_TAG, HParamsSummary("session_start_info", values)),
@@ -167,7 +183,7 @@ def add_hparams(
     for key, metric in metrics.items():
         if metric is not None:
             target.emit("scalar", key, metric, step)
-    if not own_run:
+    if target is not writer:
         target.close()  # torch closes the trial's writer at once
 
 

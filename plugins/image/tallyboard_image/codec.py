@@ -23,6 +23,8 @@ from .convert import ImagePayload
 
 #: zlib level for PNG data: 1 is much faster than Pillow's default 6 for a few percent more bytes.
 PNG_COMPRESS_LEVEL = 1
+#: The longest a GIF frame can last: its delay is uint16 centiseconds.
+MAX_GIF_FRAME_MS = 655350
 #: Deflate is skipped (data stored) when a probe of the data shrinks by less than this fraction.
 MIN_SAVING = 0.05
 _PROBE_BYTES = 16384
@@ -244,19 +246,38 @@ def encode_gif(payload: ImagePayload) -> EncodedImage:
 
     assert payload.fps is not None
     gray = payload.channels == 1
-    frames = [Image.fromarray(f[:, :, 0] if gray else f) for f in payload.pixels]
-    out = io.BytesIO()
-    frames[0].save(
-        out,
-        format="GIF",
-        save_all=True,
-        append_images=frames[1:],
-        duration=1000.0 / payload.fps,
-        loop=0,
-    )
-    return EncodedImage(
-        payload.height, payload.width, payload.channels, out.getvalue(), "image/gif"
-    )
+    # Pillow shows a run of identical frames as one frame lasting their summed durations, and a
+    # GIF frame lasts at most 655.35 s: merge such runs here, each capped at that.
+    step = 1000.0 / payload.fps
+    arrays: list[np.ndarray] = []
+    durations: list[float] = []
+    for f in payload.pixels:
+        if arrays and np.array_equal(f, arrays[-1]):
+            durations[-1] += step
+        else:
+            arrays.append(f)
+            durations.append(step)
+    frames = [Image.fromarray(f[:, :, 0] if gray else f) for f in arrays]
+
+    def save(per_frame: list[float]) -> bytes:
+        out = io.BytesIO()
+        frames[0].save(
+            out,
+            format="GIF",
+            save_all=True,
+            append_images=frames[1:],
+            duration=per_frame if len(frames) > 1 else per_frame[0],
+            loop=0,
+        )
+        return out.getvalue()
+
+    try:
+        data = save([min(d, MAX_GIF_FRAME_MS) for d in durations])
+    except (OverflowError, struct.error):
+        # Different frames that the palette makes identical were merged past the limit: cap
+        # each so that no merge can pass it (the timing of such a slow video is approximate).
+        data = save([min(d, MAX_GIF_FRAME_MS // len(frames)) for d in durations])
+    return EncodedImage(payload.height, payload.width, payload.channels, data, "image/gif")
 
 
 def encode(payload: ImagePayload) -> EncodedImage:

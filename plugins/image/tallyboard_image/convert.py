@@ -13,10 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tallyboard.values import to_array
+from tallyboard.values import check_text, to_array
 
 _PERMUTES = {4: "NCHW", 3: "CHW", 2: "HW"}
 _GRID_COLUMNS = 8
+#: A GIF stores a frame's duration as uint16 centiseconds: at most 655.35 s a frame.
+MIN_FPS = 1000 / 655350
+#: The most pixels an image may have once ``rescale`` has resized it (about 200 MB of RGB).
+MAX_RESCALED_PIXELS = 1 << 26
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,7 +177,7 @@ def check_labels(labels: Any, count: int, arg: str = "labels") -> tuple[str, ...
         labels = [labels]
     if isinstance(labels, (bytes, bytearray)) or not hasattr(labels, "__len__"):
         raise TypeError(f"{arg} must be a str or a sequence of str, got {type(labels).__name__}")
-    out = tuple(str(label) for label in labels)
+    out = tuple(check_text(str(label), f"{arg}[{i}]") for i, label in enumerate(labels))
     if len(out) != count:
         from tallyboard.warn import warn
 
@@ -218,19 +222,60 @@ def video_frames(value: Any, arg: str = "vid_tensor") -> np.ndarray:
 
 
 def check_fps(fps: Any, arg: str = "fps") -> float:
-    """Frames per second: a finite number > 0."""
+    """Frames per second: a finite number, at least :data:`MIN_FPS` (a GIF frame's longest)."""
     if isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating)):
         raise TypeError(f"{arg} must be a number, got {type(fps).__name__}: {fps!r}")
     value = float(fps)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{arg} must be a finite number > 0, got {fps!r}")
+    if not math.isfinite(value) or value < MIN_FPS:
+        raise ValueError(
+            f"{arg} must be a finite number > 0, at least {MIN_FPS:.6g} (a GIF frame lasts at "
+            f"most 655.35 s), got {fps!r}"
+        )
     return value
+
+
+def check_rescaled(pixels: np.ndarray, rescale: float, arg: str = "rescale") -> None:
+    """The image ``rescale`` gives is at least 1x1 and at most :data:`MAX_RESCALED_PIXELS`."""
+    h, w = pixels.shape[-3:-1]
+    rh, rw = int(h * rescale), int(w * rescale)
+    if rh < 1 or rw < 1:
+        raise ValueError(f"{arg} {rescale!r} shrinks the {h}x{w} image to nothing")
+    if rh * rw > MAX_RESCALED_PIXELS:
+        raise ValueError(
+            f"{arg} {rescale!r} grows the {h}x{w} image to {rh}x{rw}, over "
+            f"{MAX_RESCALED_PIXELS} pixels"
+        )
+
+
+def check_payload(payload: ImagePayload, arg: str = "value") -> ImagePayload:
+    """An ImagePayload built by hand holds what this module's checks give, so it encodes."""
+    pixels = payload.pixels
+    if not isinstance(pixels, np.ndarray) or pixels.dtype != np.uint8:
+        raise TypeError(f"{arg}.pixels must be a uint8 NumPy array")
+    if pixels.ndim != (4 if payload.is_video else 3) or 0 in pixels.shape:
+        raise ValueError(f"{arg}.pixels has shape {tuple(pixels.shape)}: HWC, or THWC for a video")
+    _check_channels(pixels.shape[-1], f"{arg}.pixels")
+    if payload.is_video:
+        check_fps(payload.fps, f"{arg}.fps")
+        if pixels.shape[-1] not in (1, 3):
+            raise ValueError(f"{arg}.pixels: a video needs 1 or 3 channels")
+    rescale = check_rescale(payload.rescale, f"{arg}.rescale")
+    check_rescaled(pixels, rescale, f"{arg}.rescale")
+    if payload.boxes is not None:
+        boxes = check_boxes(payload.boxes, f"{arg}.boxes")
+        labels = payload.labels
+        if labels is not None and (
+            not isinstance(labels, tuple)
+            or check_labels(labels, len(boxes), f"{arg}.labels") is None
+        ):
+            raise ValueError(f"{arg}.labels must be a tuple of one str per box")
+    return payload
 
 
 def convert(value: Any) -> ImagePayload:
     """``add_value("image", tag, value)``: an ImagePayload, or an array HW, CHW or NCHW (gridded)."""
     if isinstance(value, ImagePayload):
-        return value
+        return check_payload(value)
     arr = to_array(value, "value")
     fmt = _PERMUTES.get(arr.ndim)
     if fmt is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from tallyboard.values import to_array
+from tallyboard.values import check_flag, to_array
 
 from .convert import (
     ImagePayload,
@@ -13,6 +13,7 @@ from .convert import (
     check_fps,
     check_labels,
     check_rescale,
+    check_rescaled,
     to_hwc,
     video_frames,
 )
@@ -78,9 +79,7 @@ def add_image_with_boxes(
     pixels = to_hwc(img_tensor, dataformats)
     boxes = check_boxes(box_tensor)
     scale = check_rescale(rescale)
-    h, w = pixels.shape[:2]
-    if int(h * scale) < 1 or int(w * scale) < 1:
-        raise ValueError(f"rescale {rescale!r} shrinks the {h}x{w} image to nothing")
+    check_rescaled(pixels, scale)
     payload = ImagePayload(pixels, boxes, check_labels(labels, len(boxes)), scale)
     writer.emit("image", tag, payload, global_step, walltime)
 
@@ -112,6 +111,7 @@ def add_figure(
     walltime: Any = None,
 ) -> None:
     """Log a matplotlib figure (or a list of same-size figures, gridded); ``close`` closes them."""
+    close = check_flag(close, "close")
     if isinstance(figure, (list, tuple)):
         if not figure:
             raise ValueError("figure is an empty list")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tallyboard.values import check_text
+
 #: The TensorBoard graph plugin's name for Keras model configs, and its version content.
 PLUGIN_NAME = "graph_keras_model"
 PLUGIN_CONTENT = b"1"
@@ -18,6 +20,7 @@ def convert(value: Any) -> str:
         raise TypeError(
             f"a keras_model value must be a Keras model or its JSON config, got {type(value).__name__}"
         )
+    check_text(text, "model")
     try:
         config = json.loads(text)
     except ValueError as exc:

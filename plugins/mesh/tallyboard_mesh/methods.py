@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tallyboard.values import to_array
+from tallyboard.values import check_text, to_array
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,8 +85,18 @@ def add_mesh(
 
 def convert(value: Any) -> Mesh:
     """``add_value('mesh', tag, value)``: a Mesh, a vertices array, or a dict of add_mesh's arguments."""
-    if isinstance(value, Mesh):
-        return value
+    if isinstance(value, Mesh):  # built by hand: checked as add_mesh checks its arguments
+        if not isinstance(value.json_config, str):
+            raise TypeError(
+                f"value.json_config must be a str, got {type(value.json_config).__name__}"
+            )
+        try:
+            config = json.loads(check_text(value.json_config, "value.json_config"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"value.json_config is not JSON: {exc}") from None
+        if not isinstance(config, dict):
+            raise ValueError("value.json_config must be a JSON object")
+        return make_mesh(value.vertices, value.colors, value.faces, config)
     if isinstance(value, Mapping):
         unknown = set(value) - {"vertices", "colors", "faces", "config_dict"}
         if unknown:

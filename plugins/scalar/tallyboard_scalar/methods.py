@@ -6,7 +6,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tallyboard.values import check_step, check_tag, check_walltime, to_float
+from tallyboard.values import (
+    check_flag,
+    check_step,
+    check_tag,
+    check_text,
+    check_walltime,
+    to_float,
+)
 
 
 @dataclass(frozen=True)
@@ -28,12 +35,11 @@ def add_scalar(
 ) -> None:
     """Log one number under ``tag`` (torch's signature)."""
     value = scalar_value if type(scalar_value) is float else to_float(scalar_value, "scalar_value")
-    if new_style:
-        writer.emit(
-            "scalar", tag, TensorScalar(value, bool(double_precision)), global_step, walltime
-        )
-    else:
+    if new_style is False or not check_flag(new_style, "new_style"):
         writer.emit("scalar", tag, value, global_step, walltime)
+    else:
+        double = check_flag(double_precision, "double_precision")
+        writer.emit("scalar", tag, TensorScalar(value, double), global_step, walltime)
 
 
 def add_scalars(
@@ -55,6 +61,7 @@ def add_scalars(
     for key, raw in tag_scalar_dict.items():
         if not isinstance(key, str):
             raise TypeError(f"tag_scalar_dict keys must be str, got {type(key).__name__}: {key!r}")
+        check_text(key, "tag_scalar_dict key")
         values.append((key, to_float(raw, f"tag_scalar_dict[{key!r}]")))
     run_prefix = main_tag.replace("/", "_")
     children = [

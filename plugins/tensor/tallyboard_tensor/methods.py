@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from tallyboard.values import to_array
+from tallyboard.values import check_utf8_array, to_array
 
 #: protobuf messages cannot exceed 2 GiB (torch raises the same way)
 MAX_BYTES = 1 << 31
@@ -50,7 +50,7 @@ def to_tensor(value: Any, arg: str = "tensor") -> np.ndarray:
         raise ValueError(f"{arg} is empty (shape {tuple(arr.shape)})")
     if arr.nbytes >= MAX_BYTES:
         raise ValueError(f"{arg} is {arr.nbytes} bytes, over protobuf's 2 GiB limit")
-    return arr
+    return check_utf8_array(arr, arg)
 
 
 def add_tensor(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tallyboard import Kind, hookimpl
+from tallyboard.values import check_text
 
 _SUFFIX = "/text_summary"  # torch's text tag: <tag>/text_summary
 
@@ -12,7 +13,7 @@ _SUFFIX = "/text_summary"  # torch's text tag: <tag>/text_summary
 def _convert(value: Any, arg: str = "value") -> str:
     if not isinstance(value, str):
         raise TypeError(f"{arg} must be a str, got {type(value).__name__}: {value!r}")
-    return value
+    return check_text(value, arg)
 
 
 def add_text(
