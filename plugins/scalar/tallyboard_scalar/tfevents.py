@@ -153,24 +153,16 @@ encode.batch = encode_batch  # type: ignore[attr-defined]
 
 
 def decode(value: object, step: int, wall_time: float) -> dict[str, float] | None:
-    """A tensor-style scalar (TF2 ``tf.summary.scalar``: rank-0 tensor, plugin ``scalars``)."""
-    import numpy as np
+    """A tensor-style scalar (plugin ``scalars``: TF2 ``tf.summary.scalar`` in
+    ``tensor_content``, torch's ``new_style`` in ``float_val`` or ``double_val``): one number."""
+    from tallyboard_tfevents.tensors import to_ndarray
 
     meta = getattr(value, "metadata", None)
     if meta is None or meta.plugin_data.plugin_name != "scalars":
         return None
     if not value.HasField("tensor"):  # type: ignore[attr-defined]
         return None
-    tensor = value.tensor  # type: ignore[attr-defined]
-    if tensor.tensor_content:
-        dtype = {1: "<f4", 2: "<f8", 3: "<i4", 9: "<i8", 19: "<f2"}.get(tensor.dtype)
-        if dtype is None:
-            return None
-        return {"value": float(np.frombuffer(tensor.tensor_content, dtype=dtype)[0])}
-    for name in ("float_val", "double_val", "int_val", "int64_val"):
-        vals = getattr(tensor, name)
-        if len(vals):
-            return {"value": float(vals[0])}
-    if len(tensor.half_val):
-        return {"value": float(np.array([tensor.half_val[0]], np.uint16).view(np.float16)[0])}
-    return None
+    arr = to_ndarray(value.tensor)  # type: ignore[attr-defined]
+    if arr is None or arr.size != 1 or arr.dtype.kind not in "fiub":
+        return None
+    return {"value": float(arr.reshape(-1)[0])}
