@@ -41,11 +41,8 @@ RUNS = sorted(str(p.parent.relative_to(WORLD)) for p in WORLD.rglob("*") if "tfe
 #: PIL mode of a PNG -> Summary.Image colorspace.
 CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
 #: Values of these fixtures no installed kind decodes, by (run, plugin name, tag): a third-party
-#: plugin's tensors and Keras's model config (JSON, not a GraphDef).
-UNDECODED = {
-    ("keras/train", "graph_keras_model", "keras"): 1,
-    ("tf2", "custom_plugin", "tensors/custom_plugin"): 2,
-}
+#: plugin's tensors.
+UNDECODED = {("tf2", "custom_plugin", "tensors/custom_plugin"): 2}
 
 
 def _quiet_read(kind: str) -> Any:
@@ -57,7 +54,7 @@ def _quiet_read(kind: str) -> Any:
 @pytest.fixture(scope="module")
 def tables() -> dict[str, Any]:
     kinds = ("scalar", "histogram", "image", "audio", "text", "tensor", "pr_curve", "graph")
-    kinds += ("run_metadata", "mesh", "custom_scalars", "meta_graph")
+    kinds += ("run_metadata", "mesh", "custom_scalars", "meta_graph", "keras_model")
     return {kind: _quiet_read(kind) for kind in kinds}
 
 
@@ -351,6 +348,13 @@ def test_graphs_equal_tensorboards(run: str, tables: Any, accumulators: Any) -> 
     runs = _rows(tables["run_metadata"], run)
     want_meta = {t: acc.RunMetadata(t) for t in acc.Tags()["run_metadata"]}
     assert {r["tag"]: RunMetadata.FromString(r["run_metadata"]) for r in runs} == want_meta
+    models = _rows(tables["keras_model"], run)
+    want_models = _tensors(acc, "graph_keras_model")
+    assert [(r["tag"], r["step"], r["config"]) for r in models] == [
+        (t, e.step, tensor_util.make_ndarray(e.tensor_proto).item().decode("utf-8"))
+        for t, v in want_models.items()
+        for e in v
+    ]
     metas = _rows(tables["meta_graph"], run)
     if acc.Tags()["meta_graph"]:
         (row,) = metas
@@ -475,11 +479,17 @@ def test_convert_reports_what_it_could_not_convert(tmp_path: Path) -> None:
     shutil.copytree(WORLD, src)
     summary = tallyboard.convert(src, tmp_path / "out", to="tfevents")
     assert summary.not_converted["undecoded custom_plugin"] == 2
-    assert summary.not_converted["undecoded graph_keras_model"] == 1
     line = summary.not_converted_line()
     assert "undecoded custom_plugin 2 (no installed kind decodes plugin 'custom_plugin'" in line
     # a 2x2 text table is no one string: counted, not flattened
     assert summary.not_converted["text"] == 1 and "[2, 2]" in summary.reasons["text"]
     done = _cli("convert", str(src), str(tmp_path / "out2"), "--to", "tfevents")
     assert done.returncode == 0, done.stderr
-    assert "not converted: " in done.stderr and "undecoded graph_keras_model 1" in done.stderr
+    assert "not converted: " in done.stderr and "undecoded custom_plugin 2" in done.stderr
+    # what was converted reads back the same, Keras's model config and TF1's meta graph too
+    for kind in ("keras_model", "meta_graph", "histogram", "image", "audio", "graph"):
+        before = tallyboard.read(str(src), kind=kind).sort_values(["run", "tag", "step"])
+        after = tallyboard.read(str(tmp_path / "out"), kind=kind).sort_values(
+            ["run", "tag", "step"]
+        )
+        assert len(before) == len(after) > 0, kind
