@@ -174,3 +174,42 @@ def test_metadata_of_a_tags_first_value_is_given_to_the_later_ones(tmp_path: Pat
         text = read(str(tmp_path), kind="text")
     assert text["value"].tolist() == ["first", "second", "third"]
     assert read(str(tmp_path), kind="tensor").empty
+
+
+def _function_graph(prefix: str) -> Any:
+    from tensorboard.compat.proto.graph_pb2 import GraphDef
+
+    graph = GraphDef()
+    graph.versions.producer = 1234
+    x = graph.node.add(name=f"{prefix}x", op="Placeholder")
+    x.attr["dtype"].type = 1
+    call = graph.node.add(name="call", op="PartitionedCall", input=[f"{prefix}x", "^ctrl"])
+    call.attr["f"].func.name = "__inference_f_7"
+    graph.node.add(name="out", op="Identity", input=["call:0"])
+    graph.library.function.add().signature.name = "__inference_f_7"
+    graph.library.gradient.add(function_name="__inference_f_7", gradient_func="grad_f")
+    return graph
+
+
+@pytest.mark.parametrize("functions", [1, 2, 3])
+def test_trace_export_graphs_equal_tensorboards_merge(tmp_path: Path, functions: int) -> None:
+    """The GRAPHS tab's graph of a trace_export summary: TensorBoard merges the functions'
+    pre-optimization graphs with prefixes; the graph read back is the same message."""
+    from tensorboard.compat.proto.config_pb2 import RunMetadata
+    from tensorboard.compat.proto.graph_pb2 import GraphDef
+    from tensorboard.plugins.graph import graph_util
+
+    meta = RunMetadata()
+    for i in range(functions):
+        meta.function_graphs.add().pre_optimization_graph.CopyFrom(_function_graph(f"f{i}_"))
+    tensor = TensorProto(dtype=7, string_val=[meta.SerializeToString()])
+    value = SummaryValue(
+        tag="trace", metadata=metadata("graph_run_metadata_graph", b"1"), tensor=tensor
+    )
+    _log(tmp_path, [value], step=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (row,) = [dict(r) for _, r in read(str(tmp_path), kind="graph").iterrows()]
+    want = graph_util.merge_graph_defs([f.pre_optimization_graph for f in meta.function_graphs])
+    assert row["tag"] == "trace" and row["num_nodes"] == 3 * functions
+    assert GraphDef.FromString(row["graph_def"]) == want

@@ -373,18 +373,18 @@ class EventFileReader(ChunkedFileReader):
         kind = self._kind_of_tag.get(tag)
         names = self._value_decoders if kind is None else [kind, *self._value_decoders]
         for name in names:
-            rows = self._rows(self._decode(name, self.decoders[name], value, step, wall, pos))
-            if not rows:
+            result = self._decode(name, self.decoders[name], value, step, wall, pos)
+            if not result:  # None, or a list of no rows
                 continue
             self._kind_of_tag[tag] = name
-            for row in rows:
-                if name == "scalar":
-                    batch.tags.append(tag)
-                    batch.steps.append(step)
-                    batch.wall_times.append(wall)
-                    batch.values.append(float(row["value"]))
-                else:
-                    batch.add_row(name, {"tag": tag, "step": step, "wall_time": wall, **row})
+            if name == "scalar":  # one number
+                batch.tags.append(tag)
+                batch.steps.append(step)
+                batch.wall_times.append(wall)
+                batch.values.append(float(result["value"]))
+                return
+            for row in self._rows(result):
+                batch.add_row(name, {"tag": tag, "step": step, "wall_time": wall, **row})
             return
         _count(batch, plugin or str(payload or "no value"), tag)
 
