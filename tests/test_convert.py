@@ -139,7 +139,7 @@ def test_tfevents_to_tfevents_gives_tensorboard_the_same_values_of_every_kind(
     summary = tallyboard.convert(str(src), str(dst), to="tfevents")
     for run in ("exp", "exp/trial"):
         want, got = tensorboard_view(src / run), tensorboard_view(dst / run)
-        if run == "exp/trial":  # only the session start is decoded: TensorBoard infers the rest
+        if run == "exp/trial":  # the session start as values; experiment and end as written
             assert got.pop(("hparams", "_hparams_/session_start_info")) == [
                 {"lr": 0.01, "opt": "adam", "bn": True}
             ]
@@ -156,7 +156,7 @@ def test_tfevents_to_tfevents_gives_tensorboard_the_same_values_of_every_kind(
         "text": 1,
         "tensor": 4,
         "audio": 1,
-        "hparams": 1,
+        "hparams": 3,  # experiment, session start, session end
     }
 
 
@@ -292,13 +292,13 @@ def test_kinds_mindspore_cannot_hold_are_counted_not_dropped(tmp_path: Path) -> 
     src, dst = tmp_path / "src", tmp_path / "dst"
     log_everything(src / "exp")
     summary = tallyboard.convert(src, dst, to="mindspore")
-    assert summary.not_converted == {"text": 1, "audio": 1, "hparams": 1, "image": 1, "tensor": 1}
+    assert summary.not_converted == {"text": 1, "audio": 1, "hparams": 3, "image": 1, "tensor": 1}
     assert "cannot hold text" in summary.reasons["text"]
     assert "'clip' at step 3" in summary.reasons["image"]  # the video: MindSpore has none
     assert "'words' at step 3" in summary.reasons["tensor"]  # strings: MindSpore has none
     assert summary.converted == {"scalar": 9, "histogram": 4, "image": 2, "tensor": 3}
     line = summary.not_converted_line()
-    for part in ("audio 1", "hparams 1", "image 1", "tensor 1", "text 1"):
+    for part in ("audio 1", "hparams 3", "image 1", "tensor 1", "text 1"):
         assert part in line
     tags = {tag for _, tag, _, _ in msr.values(_ms_file(dst / "exp"))}
     assert tags == {"loss", "acc", "weights", "rgb", "grid", "f32", "i64", "flags"}
@@ -315,7 +315,7 @@ def test_cli_converts_and_reports_what_it_could_not_in_one_line(tmp_path: Path) 
     lines = [ln for ln in out.stderr.splitlines() if ln.startswith("tallyboard convert:")]
     assert len(lines) == 2 and "converted 18 values" in lines[0]
     assert lines[1].startswith("tallyboard convert: not converted: ")
-    for part in ("audio 1 (", "hparams 1 (", "image 1 (", "tensor 1 (", "text 1 ("):
+    for part in ("audio 1 (", "hparams 3 (", "image 1 (", "tensor 1 (", "text 1 ("):
         assert part in lines[1]
     assert "Traceback" not in out.stderr
     assert [p.name for p in (dst / "exp").iterdir() if p.is_file()] == [_ms_file(dst / "exp").name]

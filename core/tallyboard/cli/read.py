@@ -17,6 +17,7 @@ from typing import Any
 
 from tallyboard.extras import require
 from tallyboard.plugin.readers import Batch
+from tallyboard.reading import undecoded
 from tallyboard.reading.runs import RunReader
 
 EXPORT_FORMATS = ("csv", "parquet", "jsonl")
@@ -59,7 +60,10 @@ def iter_file_batches(
 
 
 def summarize(logdir: str, formats: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """One dict per (run, kind, tag): count, first and last step, last wall time."""
+    """One dict per (run, kind, tag): count, first and last step, last wall time.
+
+    Values no installed kind decodes are listed too, as kind ``undecoded`` with their ``plugin``
+    name (steps and wall time None: only their count is kept)."""
     stats: dict[tuple[str, str, str], dict[str, Any]] = {}
 
     def add(run: str, kind: str, tag: str, step: int, wall: float) -> None:
@@ -87,6 +91,22 @@ def summarize(logdir: str, formats: Sequence[str] | None = None) -> list[dict[st
         for kind, rows in b.rows.items():
             for row in rows:
                 add(run, kind, str(row["tag"]), int(row["step"]), float(row["wall_time"]))
+        for (plugin, tag), n in b.undecoded.items():
+            key = (run, undecoded.KIND, tag)
+            s = stats.setdefault(
+                key,
+                {
+                    "run": run,
+                    "kind": undecoded.KIND,
+                    "tag": tag,
+                    "count": 0,
+                    "min_step": None,
+                    "max_step": None,
+                    "last_wall_time": None,
+                    "plugin": plugin,
+                },
+            )
+            s["count"] += n
     return [stats[k] for k in sorted(stats)]
 
 
@@ -102,11 +122,13 @@ def cmd_ls(logdir: str, as_json: bool, formats: Sequence[str] | None = None) -> 
     table = [
         (
             r["run"],
-            r["kind"],
+            r["kind"] if r["kind"] != undecoded.KIND else f"undecoded ({r['plugin']})",
             r["tag"],
             str(r["count"]),
-            f"{r['min_step']}..{r['max_step']}",
-            time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r["last_wall_time"])),
+            "-" if r["min_step"] is None else f"{r['min_step']}..{r['max_step']}",
+            "-"
+            if r["last_wall_time"] is None
+            else time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r["last_wall_time"])),
         )
         for r in rows
     ]

@@ -28,6 +28,9 @@ class Batch:
     #: more scalars, decoded in bulk by a reader: ``(tag names, codes, step, wall_time, value)``,
     #: numpy arrays of int32 codes into the names, int64, float64, float64.
     columns: list[tuple[list[str], Any, Any, Any, Any]] = field(default_factory=list)
+    #: values no decoder took, counted by ``(plugin name, tag)`` (the plugin name, or what holds
+    #: the value when it names none), so nothing is dropped silently.
+    undecoded: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def add_row(self, kind: str, row: dict[str, Any]) -> None:
         self.rows.setdefault(kind, []).append(row)

@@ -5,7 +5,8 @@ through the target sink with the encoder the (kind, sink) pair registered, so wh
 that sink writes for the same value logged live. Scalars are the Batch's scalar columns (the
 essential scalar kind); other kinds are rebuilt from their decoded rows by their
 :attr:`Kind.from_row`. Values that cannot be written (no encoder for the target, no
-``from_row``, an encoder that refuses the value) are counted per kind, never dropped silently.
+``from_row``, an encoder that refuses the value) are counted per kind, never dropped silently;
+so are the values the reader decoded to no kind (counted as ``undecoded <plugin name>``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tallyboard import paths
 from tallyboard.plugin.readers import Batch, FileReader
 from tallyboard.plugin.registry import Registry, get_registry
 from tallyboard.plugin.sinks import Sink, SinkOptions
+from tallyboard.reading import undecoded
 from tallyboard.reading.runs import RunReader
 
 #: The kind of a Batch's scalar columns: the essential scalar kind every writer has.
@@ -185,6 +187,12 @@ def _write_batch(
             encoders[kind] = _encoder(reg, kind, target.to)
         return encoders[kind]
 
+    for (plugin, tag), n in sorted(batch.undecoded.items()):
+        summary._skip(
+            f"{undecoded.KIND} {plugin}",
+            n,
+            f"no installed kind decodes plugin {plugin!r} (first tag {tag!r} in run {run!r})",
+        )
     tags, steps, walls, values = batch.scalars()
     if len(tags):
         encode, reason = encoder(SCALAR)

@@ -11,7 +11,9 @@ from typing import Any
 from tallyboard.extras import require
 from tallyboard.plugin.readers import Batch
 from tallyboard.plugin.registry import get_registry
+from tallyboard.reading import undecoded
 from tallyboard.reading.runs import RunReader
+from tallyboard.warn import ReadWarning, warn
 
 FORMATS = ("pandas", "arrow")
 
@@ -49,6 +51,9 @@ def read(
     content_type, data), ``tensor`` (dtype, shape, value: a numpy array) and ``hparams`` (one
     row per run: ``run``, its hparams, then the last value of each scalar tag of that run). A
     kind's ``read_table`` (see :class:`tallyboard.Kind`) may reshape its rows so.
+
+    Values no installed kind decodes (a third-party plugin's summaries, say) are never dropped
+    silently: one ``ReadWarning`` names each run, plugin name and tag with its count.
     """
     if table not in FORMATS:
         raise ValueError(f"table must be one of {FORMATS}, got {table!r}")
@@ -61,6 +66,13 @@ def read(
         for r, b in RunReader(logdir, formats, kind).read()
         if run_set is None or r in run_set
     ]
+    missed = undecoded.collect(batches, tag_set)
+    if missed:
+        warn(
+            f"tallyboard.read: {sum(missed.values())} values under {logdir!r} are of no kind "
+            f"an installed plugin decodes, so no kind= gives them: {undecoded.describe(missed)}",
+            ReadWarning,
+        )
     if kind == "scalar":
         return _scalar_table(batches, tag_set, table)
     rows = [

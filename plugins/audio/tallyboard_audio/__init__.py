@@ -53,18 +53,69 @@ def register_encoders(register: Any) -> None:
     register("audio", "tfevents", encode_tfevents)
 
 
-def decode_tfevents(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """A ``Summary.Audio`` as metadata plus its encoded bytes (a WAV from torch and tallyboard)."""
-    if not value.HasField("audio"):
+def _wav_facts(data: bytes) -> tuple[float, int, int] | None:
+    """Sample rate, channels and frames of a WAV; None for other data."""
+    import io
+    import wave
+
+    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
         return None
-    audio = value.audio
-    return {
-        "sample_rate": float(audio.sample_rate),
-        "num_channels": int(audio.num_channels),
-        "length": int(audio.length_frames),
-        "content_type": str(audio.content_type),
-        "data": bytes(audio.encoded_audio_string),
-    }
+    try:
+        with wave.open(io.BytesIO(data), "rb") as wav:
+            return float(wav.getframerate()), wav.getnchannels(), wav.getnframes()
+    except (wave.Error, EOFError):  # a WAV the wave module does not read (float samples, ...)
+        return None
+
+
+def decode_tfevents(value: Any, step: int, wall_time: float) -> list[dict[str, Any]] | None:
+    """Audio clips as metadata plus their encoded bytes (a WAV from every known writer): one row
+    per clip.
+
+    A ``Summary.Audio`` is one clip (``sample`` 0, ``label`` ""); an ``audio``-plugin string
+    tensor (TF2's ``tf.summary.audio``) is ``[k, 2]``: k encoded clips and their labels, numbered
+    by ``sample``. For those, ``sample_rate``, ``num_channels`` and ``length`` (frames) come from
+    the WAV header (0 when the clip is no WAV).
+    """
+    if value.HasField("audio"):
+        audio = value.audio
+        return [
+            {
+                "sample_rate": float(audio.sample_rate),
+                "num_channels": int(audio.num_channels),
+                "length": int(audio.length_frames),
+                "content_type": str(audio.content_type),
+                "data": bytes(audio.encoded_audio_string),
+                "label": "",
+                "sample": 0,
+            }
+        ]
+    if value.metadata.plugin_data.plugin_name != "audio" or not value.HasField("tensor"):
+        return None
+    from tallyboard_tfevents.proto import DT_STRING
+    from tallyboard_tfevents.tensors import shape_of, strings
+
+    tensor = value.tensor
+    dims = shape_of(tensor)
+    if tensor.dtype != DT_STRING or len(dims) != 2 or dims[1] != 2:
+        return None
+    items = strings(tensor)
+    rows = []
+    for i in range(dims[0]):
+        data, label = items[2 * i], items[2 * i + 1]
+        facts = _wav_facts(data)
+        rate, channels, frames = facts or (0.0, 0, 0)
+        rows.append(
+            {
+                "sample_rate": rate,
+                "num_channels": channels,
+                "length": frames,
+                "content_type": "audio/wav" if facts else "",
+                "data": data,
+                "label": label.decode("utf-8", "replace"),
+                "sample": i,
+            }
+        )
+    return rows
 
 
 @hookimpl

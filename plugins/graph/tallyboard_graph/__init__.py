@@ -13,6 +13,8 @@ from tallyboard import Kind, hookimpl
 #: The tag TensorBoard lists a run's graph under (the event itself carries no tag).
 GRAPH_TAG = "__run_graph__"
 RUN_METADATA_TAG = "step1"
+#: The tag a run's MetaGraphDef (TF1's ``FileWriter(graph=...)`` writes one) is read under.
+META_GRAPH_TAG = "__meta_graph__"
 
 
 def _message_bytes(value: Any, what: str, arg: str = "value") -> bytes:
@@ -34,6 +36,11 @@ def convert_graph(value: Any) -> bytes:
 def convert_run_metadata(value: Any) -> bytes:
     """``add_value("run_metadata", tag, value)``: a RunMetadata message or its bytes."""
     return _message_bytes(value, "RunMetadata")
+
+
+def convert_meta_graph(value: Any) -> bytes:
+    """``add_value("meta_graph", tag, value)``: a MetaGraphDef message or its bytes."""
+    return _message_bytes(value, "MetaGraphDef")
 
 
 def add_graph(
@@ -73,6 +80,14 @@ def encode_run_metadata(tag: str, step: int | None, wall_time: float, run_metada
     return tagged_run_metadata_event(step, wall_time, tag, run_metadata)
 
 
+def encode_meta_graph(tag: str, step: int | None, wall_time: float, meta_graph_def: bytes) -> bytes:
+    """``Event.meta_graph_def`` (field 9)."""
+    from tallyboard.records.wire import field_bytes
+    from tallyboard_tfevents.encoding import event_head
+
+    return event_head(step, wall_time) + field_bytes(9, meta_graph_def)
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     register(
@@ -92,17 +107,27 @@ def register_kinds(register: Any) -> None:
             from_row=lambda row: (row["tag"], row["run_metadata"]),
         )
     )
+    register(
+        Kind(
+            name="meta_graph",
+            convert=convert_meta_graph,
+            description="TF1 MetaGraphDef (serialized), as read from event files",
+            from_row=lambda row: (row["tag"], row["meta_graph_def"]),
+        )
+    )
 
 
 @hookimpl
 def register_encoders(register: Any) -> None:
     register("graph", "tfevents", encode_graph)
     register("run_metadata", "tfevents", encode_run_metadata)
+    register("meta_graph", "tfevents", encode_meta_graph)
 
 
 @hookimpl
 def register_decoders(register: Any) -> None:
-    from .decode import decode_graph, decode_run_metadata
+    from .decode import decode_graph, decode_meta_graph, decode_run_metadata
 
     register("tfevents", "graph", decode_graph)
     register("tfevents", "run_metadata", decode_run_metadata)
+    register("tfevents", "meta_graph", decode_meta_graph)

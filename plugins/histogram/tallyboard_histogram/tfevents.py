@@ -41,16 +41,42 @@ def encode(tag: str, step: int | None, wall_time: float, h: Histogram | np.ndarr
 
 
 def decode(value: object, step: int, wall_time: float) -> dict[str, object] | None:
-    """A ``Summary.Value`` holding a ``HistogramProto`` (torch, tensorboardX, TF1, tallyboard)."""
-    if not value.HasField("histo"):  # type: ignore[attr-defined]
+    """A histogram: a ``HistogramProto`` (torch, tensorboardX, TF1, tallyboard) as it is, or a
+    ``histograms``-plugin tensor of ``[k, 3]`` rows (left edge, right edge, count: TF2's
+    ``tf.summary.histogram``, Keras) in the same columns.
+
+    From a tensor, ``bucket_limit`` is the right edges, ``bucket`` the counts, ``min`` the first
+    left edge, ``max`` the last right edge and ``num`` the sum of the counts; ``sum`` and
+    ``sum_squares`` are NaN, since that format does not hold them. TF2 buckets are contiguous
+    (each left edge is the previous right edge), so nothing else is lost.
+    """
+    if value.HasField("histo"):  # type: ignore[attr-defined]
+        h = value.histo  # type: ignore[attr-defined]
+        return {
+            "min": float(h.min),
+            "max": float(h.max),
+            "num": float(h.num),
+            "sum": float(h.sum),
+            "sum_squares": float(h.sum_squares),
+            "bucket_limit": [float(x) for x in h.bucket_limit],
+            "bucket": [float(x) for x in h.bucket],
+        }
+    meta = value.metadata  # type: ignore[attr-defined]
+    if meta.plugin_data.plugin_name != "histograms" or not value.HasField("tensor"):  # type: ignore[attr-defined]
         return None
-    h = value.histo  # type: ignore[attr-defined]
+    from tallyboard_tfevents.tensors import to_ndarray
+
+    arr = to_ndarray(value.tensor)  # type: ignore[attr-defined]
+    if arr is None or arr.ndim != 2 or arr.shape[1] != 3 or arr.dtype.kind not in "fiu":
+        return None
+    rows = arr.astype(np.float64)
+    nan = float("nan")
     return {
-        "min": float(h.min),
-        "max": float(h.max),
-        "num": float(h.num),
-        "sum": float(h.sum),
-        "sum_squares": float(h.sum_squares),
-        "bucket_limit": [float(x) for x in h.bucket_limit],
-        "bucket": [float(x) for x in h.bucket],
+        "min": float(rows[0, 0]) if len(rows) else 0.0,
+        "max": float(rows[-1, 1]) if len(rows) else 0.0,
+        "num": float(rows[:, 2].sum()),
+        "sum": nan,
+        "sum_squares": nan,
+        "bucket_limit": rows[:, 1].tolist(),
+        "bucket": rows[:, 2].tolist(),
     }

@@ -14,7 +14,10 @@ __all__ = ["HParamsSummary", "add_hparams"]
 
 def _from_row(row: dict[str, Any]) -> tuple[str, HParamsSummary]:
     """A decoded session-start row (``{"hparams": {name: value}}``) as the same summary, which
-    TensorBoard's HPARAMS tab reads on its own (it infers the experiment from the sessions)."""
+    TensorBoard's HPARAMS tab reads on its own (it infers the experiment from the sessions); an
+    experiment or session-end row as its plugin data, unchanged."""
+    if row.get("part", "session_start_info") != "session_start_info":
+        return row["tag"], HParamsSummary("raw", content=bytes(row["content"]))
     values = row["hparams"]
     bad = {k: v for k, v in values.items() if not isinstance(v, (bool, float, int, str))}
     if bad:

@@ -12,7 +12,8 @@ def per_run(rows: list[dict[str, Any]], batches: list[tuple[str, Any]]) -> list[
     """
     out: dict[str, dict[str, Any]] = {}
     for row in rows:
-        out.setdefault(row["run"], {"run": row["run"]}).update(row["hparams"])
+        if row.get("part", "session_start_info") == "session_start_info":
+            out.setdefault(row["run"], {"run": row["run"]}).update(row["hparams"])
     for run, batch in batches:
         target = out.get(run)
         if target is None:

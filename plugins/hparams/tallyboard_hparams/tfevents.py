@@ -56,12 +56,24 @@ def encode(tag: str, step: int | None, wall_time: float, summary: HParamsSummary
 
 
 def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """A session-start summary as ``{"hparams": {name: value}}`` (torch, tensorboardX, tallyboard)."""
+    """An hparams summary (torch, tensorboardX, TF2's ``hp.hparams``, tallyboard) as ``part``
+    (``experiment``, ``session_start_info`` or ``session_end_info``), ``hparams`` (a session
+    start's ``{name: value}``; empty for the other parts) and ``content`` (the serialized
+    ``HParamsPluginData``, so the experiment's domains and metrics and the session's end are
+    kept). The value itself may hold no tensor, or an empty one (TF2): all is in the metadata."""
     meta = value.metadata.plugin_data
-    if meta.plugin_name != p.PLUGIN_NAME or value.tag != p.SESSION_START_INFO_TAG:
+    if meta.plugin_name != p.PLUGIN_NAME:
         return None
     from google.protobuf.json_format import MessageToDict
+    from google.protobuf.message import DecodeError
 
-    data = p.HParamsPluginData.FromString(meta.content)
+    try:
+        data = p.HParamsPluginData.FromString(meta.content)
+    except DecodeError:  # not the hparams plugin's data: not a summary this reads
+        return None
+    part = data.WhichOneof("data")
+    if part is None:
+        return None
     values = data.session_start_info.hparams
-    return {"hparams": {name: MessageToDict(values[name]) for name in sorted(values)}}
+    hparams = {name: MessageToDict(values[name]) for name in sorted(values)}
+    return {"part": part, "hparams": hparams, "content": bytes(meta.content)}

@@ -47,20 +47,61 @@ def register_encoders(register: Any) -> None:
     register("image", "tfevents", encode_tfevents)
 
 
-def decode_tfevents(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """A ``Summary.Image`` as metadata plus its encoded bytes, decoded only on demand.
+#: PNG colour type (IHDR byte 25) -> Summary.Image colorspace (1 gray .. 4 RGBA).
+_PNG_COLORSPACE = {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}
 
-    ``data`` is the PNG (or other encoded) image: ``PIL.Image.open(io.BytesIO(row["data"]))``.
+
+def _png_colorspace(data: bytes) -> int:
+    """The colorspace a PNG declares; 0 (unknown) for other encodings."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or len(data) < 26:
+        return 0
+    return _PNG_COLORSPACE.get(data[25], 0)
+
+
+def decode_tfevents(value: Any, step: int, wall_time: float) -> list[dict[str, Any]] | None:
+    """Images as metadata plus their encoded bytes, decoded only on demand: one row per image.
+
+    A ``Summary.Image`` is one image (``sample`` 0); an ``images``-plugin string tensor
+    (TF2's ``tf.summary.image``, Keras) is ``[width, height, png, png, ...]``, several images at
+    one step, numbered by ``sample``. ``data`` is the PNG (or other encoded) image:
+    ``PIL.Image.open(io.BytesIO(row["data"]))``.
     """
-    if not value.HasField("image"):
+    if value.HasField("image"):
+        img = value.image
+        return [
+            {
+                "width": int(img.width),
+                "height": int(img.height),
+                "colorspace": int(img.colorspace),
+                "data": bytes(img.encoded_image_string),
+                "sample": 0,
+            }
+        ]
+    if value.metadata.plugin_data.plugin_name != "images" or not value.HasField("tensor"):
         return None
-    img = value.image
-    return {
-        "width": int(img.width),
-        "height": int(img.height),
-        "colorspace": int(img.colorspace),
-        "data": bytes(img.encoded_image_string),
-    }
+    from tallyboard_tfevents.proto import DT_STRING
+    from tallyboard_tfevents.tensors import shape_of, strings
+
+    tensor = value.tensor
+    if tensor.dtype != DT_STRING or len(shape_of(tensor)) != 1:
+        return None
+    items = strings(tensor)
+    if len(items) < 2:
+        return None
+    try:
+        width, height = int(items[0]), int(items[1])
+    except ValueError:  # not the images plugin's layout
+        return None
+    return [
+        {
+            "width": width,
+            "height": height,
+            "colorspace": _png_colorspace(data),
+            "data": data,
+            "sample": i,
+        }
+        for i, data in enumerate(items[2:])
+    ]
 
 
 @hookimpl

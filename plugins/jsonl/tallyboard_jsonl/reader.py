@@ -173,8 +173,13 @@ class JsonlFileReader(ChunkedFileReader):
 
 
 def decode_text(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """``{"value": str}``, as the tfevents text decoder gives (the tag has no ``/text_summary``)."""
-    return {"value": value} if isinstance(value, str) else None
+    """``value``, ``shape`` and ``strings``, as the tfevents text decoder gives for one string
+    (the tag has no ``/text_summary``)."""
+    if not isinstance(value, str):
+        return None
+    import numpy as np
+
+    return {"value": value, "shape": [], "strings": np.array(value)}
 
 
 def decode_histogram(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
@@ -203,6 +208,7 @@ def decode_image(value: Any, step: int, wall_time: float) -> dict[str, Any] | No
         "height": int(value["height"]),
         "colorspace": int(value["channels"]),
         "data": data,
+        "sample": 0,
         "path": path,
     }
 
@@ -219,6 +225,8 @@ def decode_audio(value: Any, step: int, wall_time: float) -> dict[str, Any] | No
         "length": int(value["length_frames"]),
         "content_type": content_type,
         "data": data,
+        "label": "",
+        "sample": 0,
         "path": path,
     }
 

@@ -30,7 +30,7 @@ def __getattr__(name: str) -> Any:
 
 @hookimpl
 def register_kinds(register: Any) -> None:
-    from .model_graph import add_keras_model, convert
+    from .model_graph import add_keras_model, convert, from_row
 
     register(
         Kind(
@@ -38,6 +38,7 @@ def register_kinds(register: Any) -> None:
             convert=convert,
             methods={"add_keras_model": add_keras_model},
             description="a Keras model config (TensorBoard conceptual graph)",
+            from_row=from_row,
         )
     )
 
@@ -47,3 +48,10 @@ def register_encoders(register: Any) -> None:
     from .model_graph import encode_tfevents
 
     register("keras_model", "tfevents", encode_tfevents)
+
+
+@hookimpl
+def register_decoders(register: Any) -> None:
+    from .model_graph import decode_tfevents
+
+    register("tfevents", "keras_model", decode_tfevents)

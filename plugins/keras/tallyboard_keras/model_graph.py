@@ -45,3 +45,22 @@ def encode_tfevents(tag: str, step: int | None, wall_time: float, config: str) -
     tensor = TensorProto(dtype=DT_STRING, tensor_shape=shape([]), string_val=[config.encode()])
     value = SummaryValue(tag=tag, metadata=metadata(PLUGIN_NAME, PLUGIN_CONTENT), tensor=tensor)
     return summary_event(step, wall_time, [value])
+
+
+def decode_tfevents(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
+    """A model config (plugin ``graph_keras_model``, a rank-0 string tensor, as Keras's
+    TensorBoard callback and :func:`encode_tfevents` write it) as ``config``: the JSON text."""
+    if value.metadata.plugin_data.plugin_name != PLUGIN_NAME or not value.HasField("tensor"):
+        return None
+    strings = value.tensor.string_val
+    if len(strings) != 1:
+        return None
+    try:
+        return {"config": bytes(strings[0]).decode("utf-8")}
+    except UnicodeDecodeError:  # no JSON text: not a config this reads
+        return None
+
+
+def from_row(row: dict[str, Any]) -> tuple[str, str]:
+    """A decoded row as its tag and config, so ``tallyboard convert`` writes it again."""
+    return row["tag"], row["config"]

@@ -47,15 +47,12 @@ def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
     ``recall``), and ``num_thresholds``."""
     if value.metadata.plugin_data.plugin_name != "pr_curves" or not value.HasField("tensor"):
         return None
-    t = value.tensor
-    dims = [int(d.size) for d in t.tensor_shape.dim]
-    if t.tensor_content:
-        data = np.frombuffer(t.tensor_content, "<f4")
-    else:  # a writer may use the repeated field instead of the packed content
-        data = np.asarray(t.float_val, np.float32)
-    if len(dims) != 2 or dims[0] != len(ROWS) or data.size != dims[0] * dims[1]:
+    from tallyboard_tfevents.tensors import to_ndarray
+
+    data = to_ndarray(value.tensor)  # tensor_content (TF) or float_val (torch, tensorboardX)
+    if data is None or data.ndim != 2 or data.shape[0] != len(ROWS) or data.dtype.kind not in "fiu":
         return None
-    data = data.reshape(dims)
+    dims = list(data.shape)
     try:
         num_thresholds = PrCurvePluginData.FromString(value.metadata.plugin_data.content)
     except DecodeError:  # the curve itself is in the tensor; its column count says as much

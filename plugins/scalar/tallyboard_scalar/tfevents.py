@@ -152,25 +152,60 @@ def _group(tag: str, width: int, wall: Any, ustep: Any, value: Any) -> Any:
 encode.batch = encode_batch  # type: ignore[attr-defined]
 
 
-def decode(value: object, step: int, wall_time: float) -> dict[str, float] | None:
-    """A tensor-style scalar (TF2 ``tf.summary.scalar``: rank-0 tensor, plugin ``scalars``)."""
-    import numpy as np
+#: dtype code -> struct format of one packed number, and the repeated field holding it.
+_ONE = {
+    1: (struct.Struct("<f"), "float_val"),
+    2: (struct.Struct("<d"), "double_val"),
+    3: (struct.Struct("<i"), "int_val"),
+    4: (struct.Struct("<B"), "int_val"),
+    5: (struct.Struct("<h"), "int_val"),
+    6: (struct.Struct("<b"), "int_val"),
+    9: (struct.Struct("<q"), "int64_val"),
+    10: (struct.Struct("<?"), "bool_val"),
+    17: (struct.Struct("<H"), "int_val"),
+    19: (struct.Struct("<e"), "half_val"),
+    22: (struct.Struct("<I"), "uint32_val"),
+    23: (struct.Struct("<Q"), "uint64_val"),
+}
+_BFLOAT16 = 14
 
+
+def decode(value: object, step: int, wall_time: float) -> dict[str, float] | None:
+    """A tensor-style scalar (plugin ``scalars``: TF2 ``tf.summary.scalar`` in
+    ``tensor_content``, torch's ``new_style`` in ``float_val`` or ``double_val``): one number.
+
+    Read field by field, not through numpy: TF2 logs hold every scalar in this form.
+    """
     meta = getattr(value, "metadata", None)
     if meta is None or meta.plugin_data.plugin_name != "scalars":
         return None
     if not value.HasField("tensor"):  # type: ignore[attr-defined]
         return None
     tensor = value.tensor  # type: ignore[attr-defined]
-    if tensor.tensor_content:
-        dtype = {1: "<f4", 2: "<f8", 3: "<i4", 9: "<i8", 19: "<f2"}.get(tensor.dtype)
-        if dtype is None:
-            return None
-        return {"value": float(np.frombuffer(tensor.tensor_content, dtype=dtype)[0])}
-    for name in ("float_val", "double_val", "int_val", "int64_val"):
-        vals = getattr(tensor, name)
-        if len(vals):
-            return {"value": float(vals[0])}
-    if len(tensor.half_val):
-        return {"value": float(np.array([tensor.half_val[0]], np.uint16).view(np.float16)[0])}
-    return None
+    dims = tensor.tensor_shape.dim
+    if len(dims) and any(dim.size != 1 for dim in dims):  # TF2 scalars have no dims
+        return None
+    code = tensor.dtype
+    if code == _BFLOAT16:  # the high half of a float32
+        content = tensor.tensor_content
+        bits = _unpack_h(content)[0] if len(content) == 2 else (list(tensor.half_val) or [None])[0]
+        return None if bits is None else {"value": _unpack_f(_pack_i(bits << 16))[0]}
+    one = _ONE.get(code)
+    if one is None:
+        return None
+    packed, field = one
+    content = tensor.tensor_content
+    if content:
+        return {"value": float(packed.unpack(content)[0])} if len(content) == packed.size else None
+    values = getattr(tensor, field)
+    if len(values) != 1:
+        return None
+    if field == "half_val":  # float16 bits
+        return {"value": float(packed.unpack(_pack_h(values[0]))[0])}
+    return {"value": float(values[0])}
+
+
+_unpack_h = struct.Struct("<H").unpack
+_pack_h = struct.Struct("<H").pack
+_pack_i = struct.Struct("<I").pack
+_unpack_f = struct.Struct("<f").unpack

@@ -63,19 +63,24 @@ def encode(tag: str, step: int | None, wall_time: float, arr: np.ndarray) -> byt
     return summary_event(step, wall_time, [value])
 
 
-_NUMPY_OF = {code: np.dtype(name).newbyteorder("<") for name, code in DTYPES.items()}
-
-
 def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """A ``tensor``-plugin value as ``dtype``, ``shape`` and the numpy ``value``."""
-    if value.metadata.plugin_data.plugin_name != "tensor" or not value.HasField("tensor"):
+    """A generic tensor as ``dtype``, ``shape`` and the numpy ``value``: plugin ``tensor``
+    (tallyboard, torch's ``add_tensor``), or no plugin name at all (``tf.summary.write``,
+    ``tf.compat.v1.summary.tensor_summary``). Packed ``tensor_content`` and the repeated fields
+    are both read; strings come as str (an object array of bytes when they are no UTF-8),
+    bfloat16 as exact float32."""
+    from tallyboard_tfevents.tensors import to_ndarray
+
+    if value.metadata.plugin_data.plugin_name not in ("tensor", "") or not value.HasField("tensor"):
         return None
-    t = value.tensor
-    dims = tuple(int(d.size) for d in t.tensor_shape.dim)
-    if t.dtype == DT_STRING:
-        arr = np.array([s.decode("utf-8", "replace") for s in t.string_val]).reshape(dims)
-    elif t.dtype in _NUMPY_OF and t.tensor_content:
-        arr = np.frombuffer(t.tensor_content, dtype=_NUMPY_OF[t.dtype]).reshape(dims)
-    else:
+    arr = to_ndarray(value.tensor)
+    if arr is None:
         return None
-    return {"dtype": arr.dtype.name, "shape": list(dims), "value": arr}
+    if arr.dtype == object:
+        try:
+            arr = np.array([s.decode("utf-8") for s in arr.reshape(-1)], dtype=str).reshape(
+                arr.shape
+            )
+        except UnicodeDecodeError:  # binary strings stay bytes
+            pass
+    return {"dtype": arr.dtype.name, "shape": list(arr.shape), "value": arr}

@@ -35,22 +35,38 @@ def encode_tfevents(tag: str, step: int | None, wall_time: float, text: str) -> 
     return summary_event(step, wall_time, [value])
 
 
-def decode_tfevents(value: Any, step: int, wall_time: float) -> dict[str, str] | None:
-    """A text ``Summary.Value`` (plugin ``text``, DT_STRING tensor) as ``{"value": str}``.
+def decode_tfevents(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
+    """A text ``Summary.Value`` (plugin ``text``, DT_STRING tensor of any shape) as ``value``
+    (the string; the strings joined with newlines when there are several), ``shape`` (the
+    tensor's dimensions) and ``strings`` (a numpy array of str of that shape, so a table written
+    as a 2-D tensor keeps its rows and columns).
 
-    The tag keeps the writer's spelling (torch and tallyboard add ``/text_summary``); a tensor of
-    several strings is joined with newlines.
+    The tag keeps the writer's spelling (torch and tallyboard add ``/text_summary``).
     """
     if value.metadata.plugin_data.plugin_name != "text" or not value.HasField("tensor"):
         return None
-    strings = [s.decode("utf-8", "replace") for s in value.tensor.string_val]
-    return {"value": "\n".join(strings)}
+    import numpy as np
+    from tallyboard_tfevents.proto import DT_STRING
+    from tallyboard_tfevents.tensors import shape_of, strings
+
+    if value.tensor.dtype != DT_STRING:
+        return None
+    dims = shape_of(value.tensor)
+    texts = [s.decode("utf-8", "replace") for s in strings(value.tensor)]
+    array = np.array(texts, dtype=str).reshape(dims)
+    return {"value": "\n".join(texts), "shape": list(dims), "strings": array}
 
 
 def from_row(row: dict[str, Any]) -> tuple[str, str]:
     """A decoded text row as its string, under the tag that ``encode_tfevents`` turns back into
-    the row's (without the ``/text_summary`` it appends)."""
+    the row's (without the ``/text_summary`` it appends). A row of several strings is refused
+    (``ValueError``): one string would lose their shape."""
     tag = row["tag"]
+    count = 1
+    for size in row.get("shape") or ():
+        count *= int(size)
+    if count != 1:
+        raise ValueError(f"text {tag!r}: a tensor of shape {row.get('shape')} is not one string")
     return tag.removesuffix(_SUFFIX) or tag, row["value"]
 
 

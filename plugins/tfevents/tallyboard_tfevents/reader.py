@@ -8,15 +8,21 @@ C CRC-32C, and the common scalar ``Event`` (wall_time, step, one ``simple_value`
 all records of a chunk at once with numpy, whatever the mix of tags and step sizes, keeping file
 order. Every other record is parsed with protobuf and each ``Summary.Value`` handed to the
 decoders kinds registered for ``"tfevents"``: ``decode(value, step, wall_time)`` returns a row
-(a dict; a ``"value"`` float for scalars) or None when the value is not of that kind. A decoder
-that raises is reported as a damaged value (``ReadWarning`` with file and offset) and reading
-goes on.
+(a dict; a ``"value"`` float for scalars), a list of rows (a summary holding several images), or
+None when the value is not of that kind. A value's kind follows its plugin name
+(``metadata.plugin_data.plugin_name``); writers that keep the metadata only on the first value
+of a tag (TF1's FileWriter) are read as if every value carried it: the reader remembers it per
+file and tag and gives it back to the later values. A decoder that raises is reported as a
+damaged value (``ReadWarning`` with file and offset) and reading goes on. A value no decoder
+takes (a third-party plugin, a form no kind reads) is counted in ``Batch.undecoded`` by plugin
+name and tag, never dropped silently.
 
 Records that are not summaries (``graph_def``, ``tagged_run_metadata``, ...) reach the decoders
 that name the ``Event`` field they read in an ``event_field`` attribute
 (``decode.event_field = "graph_def"``): such a decoder is called as ``decode(event, step,
 wall_time)`` with the whole ``Event`` and returns a row whose ``"tag"`` (default: the field name)
-becomes the row's tag; it never sees ``Summary.Value``s.
+becomes the row's tag; it sees ``Summary.Value``s too only when its ``summary_values`` attribute
+is true (a graph written as a summary by TF2's ``trace_export``).
 """
 
 from __future__ import annotations
@@ -40,7 +46,14 @@ _MIN_COLUMN = 16
 #: CRC depends only on the length, so this holds for every file.
 _HEADS: dict[bytes, int] = {}
 #: Summary.Value payload fields besides simple_value (a proto3 float without presence).
-_MESSAGE_PAYLOADS = ("image", "histo", "audio", "tensor")
+#: Event fields that hold no value of the run (the file's header, its writer).
+_NOT_VALUES = (None, "file_version")
+
+
+def _count(batch: Batch, plugin: str, tag: str) -> None:
+    """Count a value no decoder took, by plugin name (or the field holding it) and tag."""
+    key = (plugin, tag)
+    batch.undecoded[key] = batch.undecoded.get(key, 0) + 1
 
 
 def matches(basename: str) -> bool:
@@ -54,7 +67,16 @@ class EventFileReader(ChunkedFileReader):
     def __init__(self, fs: Any, path: str, decoders: dict[str, Callable[..., Any]]) -> None:
         super().__init__(fs, path)
         self.decoders = decoders
+        self._event_decoders = [(n, f) for n, f in decoders.items() if hasattr(f, "event_field")]
+        self._value_decoders = [
+            n
+            for n, f in decoders.items()
+            if not hasattr(f, "event_field") or getattr(f, "summary_values", False)
+        ]
+        #: tag -> the kind that decoded its last value, tried first for the next one.
         self._kind_of_tag: dict[str, str] = {}
+        #: tag -> the metadata of its first value that carried some.
+        self._metadata: dict[str, Any] = {}
 
     def _bounds(self, data: bytes) -> tuple[Any, int, bool]:
         """Record start offsets of the whole records of ``data``, the end of the last one, and
@@ -306,44 +328,73 @@ class EventFileReader(ChunkedFileReader):
             warn_corrupt(self.path, self.offset + pos, f"unparsable Event ({exc}); record skipped")
             return
         step, wall = int(event.step), float(event.wall_time)
-        if not event.HasField("summary"):
-            what = event.WhichOneof("what")
-            for name, fn in self.decoders.items():
-                if what is not None and getattr(fn, "event_field", None) == what:
-                    row = self._decode(name, fn, event, step, wall, pos)
-                    if row is not None:
-                        tag = row.pop("tag", what)
-                        batch.add_row(name, {"tag": tag, "step": step, "wall_time": wall, **row})
+        what = event.WhichOneof("what")
+        if what == "summary":
+            for value in event.summary.value:
+                self._value(value, step, wall, pos, batch)
             return
-        for value in event.summary.value:
-            tag = value.tag
-            if not any(value.HasField(f) for f in _MESSAGE_PAYLOADS) and (
-                value.metadata.plugin_data.plugin_name in ("", "scalars")
-            ):  # a simple_value (metadata-only values, e.g. hparams, name their plugin)
+        if what in _NOT_VALUES:
+            return
+        decoded = False
+        for name, fn in self._event_decoders:
+            if getattr(fn, "event_field", None) == what:
+                for row in self._rows(self._decode(name, fn, event, step, wall, pos)):
+                    tag = row.pop("tag", what)
+                    batch.add_row(name, {"tag": tag, "step": step, "wall_time": wall, **row})
+                    decoded = True
+        if not decoded:
+            tag = event.tagged_run_metadata.tag if what == "tagged_run_metadata" else what
+            _count(batch, str(what), tag)
+
+    def _value(self, value: Any, step: int, wall: float, pos: int, batch: Batch) -> None:
+        """Decode one ``Summary.Value`` into ``batch``, or count it as undecoded.
+
+        Its kind follows its plugin name: the metadata a writer left on the first value of a tag
+        (TF1's FileWriter strips it from the later ones) is remembered per tag and given back to
+        the later values before they reach the decoders.
+        """
+        tag = value.tag
+        if value.HasField("metadata"):
+            if tag not in self._metadata:
+                self._metadata[tag] = value.metadata
+        else:
+            known = self._metadata.get(tag)
+            if known is not None:
+                value.metadata.CopyFrom(known)
+        payload = value.WhichOneof("value")
+        plugin = value.metadata.plugin_data.plugin_name
+        if payload == "simple_value" or (payload is None and plugin in ("", "scalars")):
+            # a simple_value (0.0 may be written as no field at all)
+            batch.tags.append(tag)
+            batch.steps.append(step)
+            batch.wall_times.append(wall)
+            batch.values.append(float(value.simple_value))
+            return
+        kind = self._kind_of_tag.get(tag)
+        names = self._value_decoders if kind is None else [kind, *self._value_decoders]
+        for name in names:
+            result = self._decode(name, self.decoders[name], value, step, wall, pos)
+            if not result:  # None, or a list of no rows
+                continue
+            self._kind_of_tag[tag] = name
+            if name == "scalar":  # one number
                 batch.tags.append(tag)
                 batch.steps.append(step)
                 batch.wall_times.append(wall)
-                batch.values.append(float(value.simple_value))
-                continue
-            kind = self._kind_of_tag.get(tag)
-            names = (
-                [kind]
-                if kind
-                else [n for n, f in self.decoders.items() if not hasattr(f, "event_field")]
-            )
-            for name in names:
-                row = self._decode(name, self.decoders[name], value, step, wall, pos)
-                if row is None:
-                    continue
-                self._kind_of_tag[tag] = name
-                if name == "scalar":
-                    batch.tags.append(tag)
-                    batch.steps.append(step)
-                    batch.wall_times.append(wall)
-                    batch.values.append(float(row["value"]))
-                else:
-                    batch.add_row(name, {"tag": tag, "step": step, "wall_time": wall, **row})
-                break
+                batch.values.append(float(result["value"]))
+                return
+            for row in self._rows(result):
+                batch.add_row(name, {"tag": tag, "step": step, "wall_time": wall, **row})
+            return
+        _count(batch, plugin or str(payload or "no value"), tag)
+
+    @staticmethod
+    def _rows(result: Any) -> list[dict[str, Any]]:
+        """A decoder's result as a list of rows: it returns None, one row, or a list of rows (an
+        image summary holding several images)."""
+        if result is None:
+            return []
+        return result if isinstance(result, list) else [result]
 
     def _decode(
         self, name: str, fn: Callable[..., Any], value: Any, step: int, wall: float, pos: int
