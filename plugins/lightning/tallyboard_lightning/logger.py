@@ -25,9 +25,6 @@ except ImportError:  # pragma: no cover - exercised only where lightning is abse
 from tallyboard import SummaryWriter, paths
 from tallyboard_hparams.session import end_session, start_session
 
-#: Lightning adds its epoch counter to every metrics dict; it is no metric of the trial.
-_NOT_A_METRIC = frozenset({"epoch"})
-
 
 def _flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested dicts, Namespaces, dataclasses and lists of dicts as one level, as
@@ -78,8 +75,9 @@ class TallyboardLogger(Logger):
     and no metrics given, ``hp_metric = -1`` is logged.
 
     Better than ``TensorBoardLogger``: when the run ends (``finalize``) the session is ended
-    with its status (a fit that raised shows as failed) and the HPARAMS tab's metrics are this
-    run's own curves (every scalar it logged), not a placeholder. ``save()``, which Lightning
+    with its status (a fit that raised shows as failed), and no experiment summary is written,
+    so the HPARAMS tab's metrics are the runs' own curves (every scalar they logged), not a
+    placeholder, and runs with other hyper-parameters in the same log dir keep their columns. ``save()``, which Lightning
     calls after every logging step, writes what is pending at most every ``save_secs``
     seconds instead of after every step (the writer also writes on its own every
     ``flush_secs``; ``finalize`` writes everything). Ranks above zero write nothing and get a
@@ -135,7 +133,6 @@ class TallyboardLogger(Logger):
         self._experiment: SummaryWriter | None = None
         self.hparams: dict[str, Any] = {}  #: as given to ``log_hyperparams``: ``hparams.yaml``
         self._hparams: dict[str, Any] | None = None  # flattened, for the session's end
-        self._metric_tags: dict[str, None] = {}  # scalar tags this run logged, in order
 
     # -- where ----------------------------------------------------------------------------------
 
@@ -208,8 +205,6 @@ class TallyboardLogger(Logger):
                 self.experiment.add_scalars(tag, dict(value), step)
                 continue
             self.experiment.add_scalar(tag, value, step)
-            if key not in _NOT_A_METRIC:
-                self._metric_tags[tag] = None
 
     @rank_zero_only
     def log_hyperparams(
@@ -282,15 +277,9 @@ class TallyboardLogger(Logger):
 
     @rank_zero_only
     def finalize(self, status: str) -> None:
-        """End the hparams session with ``status`` ("success", "failed") on this run's
-        metrics, then close the writer."""
+        """End the hparams session with ``status`` ("success", "failed"), close the writer."""
         if self._hparams is not None:
-            end_session(
-                self.experiment,
-                status if status in ("success", "failed") else "unknown",
-                hparams=self._hparams,
-                metrics=self._metric_tags,
-            )
+            end_session(self.experiment, status if status in ("success", "failed") else "unknown")
             self._hparams = None
         if self._experiment is not None:
             self._experiment.close()
