@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+import stat
+import warnings
+from collections.abc import Iterable, Iterator
 
 from tallyboard.plugin.readers import Batch, FileReader, ReaderSpec
+from tallyboard.warn import ReadWarning
 
 
 def _format_names(
@@ -21,6 +25,27 @@ def _format_names(
             f"formats: unknown format(s) {unknown}; readable formats: {sorted(readers)}"
         )
     return set(names)
+
+
+def local_files(root: str) -> Iterator[tuple[str, bool]]:
+    """``(path, regular)`` for every file under the local directory ``root``, symlinked folders
+    followed as TensorBoard follows them, each real folder walked once (so a link loop ends);
+    ``regular`` is False for a FIFO, socket, device or a dangling link, which are never opened."""
+    seen: set[tuple[int, int]] = set()
+    for top, dirs, files in os.walk(root, followlinks=True):
+        st = os.stat(top)
+        if (st.st_dev, st.st_ino) in seen:
+            dirs[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        dirs.sort()
+        for name in files:
+            path = os.path.join(top, name)
+            try:
+                regular = stat.S_ISREG(os.stat(path).st_mode)
+            except OSError:
+                regular = False
+            yield path, regular
 
 
 def _reader_for(readers: dict[str, ReaderSpec], basename: str) -> ReaderSpec | None:
@@ -56,6 +81,7 @@ class RunReader:
         if not self.fs.isdir(self.root):
             raise ValueError(f"logdir {logdir!r} is not a directory")
         self._open: dict[str, tuple[str, FileReader]] = {}
+        self._not_files: set[str] = set()  # special files already reported
         self._chosen: dict[str, str] = {}  # run directory -> the competing format read there
         #: run directory -> competing formats found there but not read (same values again).
         self.skipped: dict[str, set[str]] = {}
@@ -79,8 +105,13 @@ class RunReader:
         """``(run, reader)`` for every recognised file, new files included: read them one by one
         (``reader.read_new()``) to hold one file's records at a time."""
         found: dict[str, list[tuple[str, ReaderSpec]]] = {}
-        for path in sorted(self.fs.find(self.root)):
+        for path, regular in self._files():
             spec = _reader_for(self._readers, path.rsplit("/", 1)[-1])
+            if spec is not None and not regular:
+                if path not in self._not_files:
+                    self._not_files.add(path)
+                    warnings.warn(f"{path}: not a regular file; skipped", ReadWarning, 2)
+                continue
             if spec is not None and (self.formats is None or spec.name in self.formats):
                 found.setdefault(path.rsplit("/", 1)[0], []).append((path, spec))
         for parent, files in found.items():
@@ -96,6 +127,15 @@ class RunReader:
                 decoders = {k: fn for (fmt, k), fn in self._decoders.items() if fmt == spec.name}
                 self._open[path] = (run, spec.open(self.fs, path, decoders))
         return list(self._open.values())
+
+    def _files(self) -> list[tuple[str, bool]]:
+        """``(path, regular)`` of every file under the log dir, sorted."""
+        from fsspec.implementations.local import LocalFileSystem
+
+        if isinstance(self.fs, LocalFileSystem):
+            return sorted((p.replace(os.sep, "/"), r) for p, r in local_files(self.root))
+        found = self.fs.find(self.root, detail=True)
+        return sorted((p, info.get("type") == "file") for p, info in found.items())
 
     def read(self) -> list[tuple[str, Batch]]:
         """``(run, batch)`` per file, holding what was appended since the last call."""

@@ -37,6 +37,8 @@ _BLOB_KEYS = {"path", "content_type", "bytes"}
 _FIELDS = ("wall_time", "step", "tag", "kind", "value")
 #: between a scalar line's tag and its value, as the sink writes it.
 _SCALAR_MID = b'","kind":"scalar","value":'
+#: the longest line read whole (side files hold images and audio; a line holds numbers and text).
+MAX_LINE = 64 << 20
 
 
 def matches(basename: str) -> bool:
@@ -62,6 +64,10 @@ def _side_file(value: Any) -> tuple[bytes | None, str | None, str | None]:
 
 class JsonlFileReader(ChunkedFileReader):
     """One ``records.jsonl``; :meth:`read_new` returns the records appended since the last call."""
+
+    #: the longest line read whole; a longer one is reported and skipped up to its end.
+    max_unit = MAX_LINE
+    unit_end = b"\n"
 
     def __init__(self, fs: Any, path: str, decoders: dict[str, Callable[..., Any]]) -> None:
         super().__init__(fs, path)
@@ -117,7 +123,8 @@ class JsonlFileReader(ChunkedFileReader):
                 if type(tag) is not str or type(kind) is not str:
                     raise ValueError("tag and kind must be strings")
                 wall = float(wall)
-            except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
+            except (ValueError, KeyError, TypeError, RecursionError) as exc:
+                # JSONDecodeError is a ValueError; RecursionError: brackets nested too deep
                 what = f"KeyError {exc}" if isinstance(exc, KeyError) else str(exc)
                 warn_corrupt(
                     self.path, self.offset + start, f"malformed JSON line ({what}); line skipped"
@@ -142,7 +149,7 @@ class JsonlFileReader(ChunkedFileReader):
             else:
                 try:
                     row = decode(self._blobs(value, start), step, wall)
-                except (KeyError, TypeError, ValueError) as exc:
+                except (KeyError, TypeError, ValueError, RecursionError) as exc:
                     warn_corrupt(
                         self.path,
                         self.offset + start,
@@ -163,11 +170,17 @@ class JsonlFileReader(ChunkedFileReader):
             rel = value["path"]
             if _BLOB_PATH.fullmatch(rel):  # never a path outside the run's blobs/
                 full = f"{self.dir}/{rel}" if self.dir else rel
+                data: bytes | None = None
                 try:
-                    data: bytes | None = bytes(self.fs.cat_file(full))
+                    kind = self.fs.info(full).get("type")
+                    if kind == "file":  # a FIFO would block, a directory raise
+                        data = bytes(self.fs.cat_file(full))
+                    else:
+                        warn_corrupt(
+                            self.path, self.offset + start, f"side file {rel} is not a file"
+                        )
                 except FileNotFoundError:
                     warn_corrupt(self.path, self.offset + start, f"side file {rel} is missing")
-                    data = None
                 return SideFile(full, str(value["content_type"]), data)
         return {k: self._blobs(v, start) for k, v in value.items()}
 
