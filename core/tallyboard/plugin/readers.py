@@ -133,7 +133,7 @@ class ChunkedFileReader:
                     warn_corrupt(
                         self.path,
                         self.offset,
-                        f"a record claims {len(rest) + wanted} bytes, more than the "
+                        f"a record claims {len(rest) + wanted} bytes (framing included), more than the "
                         f"{self.max_unit} a record may hold; the rest of the file is skipped",
                     )
                     self.dead = True

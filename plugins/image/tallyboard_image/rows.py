@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 from typing import Any
 
 import numpy as np
@@ -56,7 +57,9 @@ def from_row(row: dict[str, Any]) -> tuple[str, ImagePayload]:
     tag, data = row["tag"], row["data"]
     where = f"image {tag!r} at step {row.get('step')}"
     try:
-        image = Image.open(io.BytesIO(data))
+        with warnings.catch_warnings():  # Pillow's own bomb warning: MAX_PIXELS is lower
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
         _check_pixels(where, image.size[0] * image.size[1])
         image.load()
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
