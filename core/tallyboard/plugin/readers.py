@@ -138,7 +138,7 @@ class ChunkedFileReader:
                     )
                     self.dead = True
                     break
-                n = max(self.chunk_size, wanted)
+                n = max(self.chunk_size, wanted, len(rest))  # a long unit: in doubling reads
                 if isinstance(size, int):
                     left = size - self.offset - len(rest)
                     if wanted > left:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from tallyboard.plugin.readers import Batch, FileReader, ReaderSpec
 from tallyboard.warn import ReadWarning
@@ -27,25 +27,33 @@ def _format_names(
     return set(names)
 
 
-def local_files(root: str) -> Iterator[tuple[str, bool]]:
+def local_files(root: str) -> list[tuple[str, bool]]:
     """``(path, regular)`` for every file under the local directory ``root``, symlinked folders
-    followed as TensorBoard follows them, each real folder walked once (so a link loop ends);
-    ``regular`` is False for a FIFO, socket, device or a dangling link, which are never opened."""
-    seen: set[tuple[int, int]] = set()
-    for top, dirs, files in os.walk(root, followlinks=True):
-        st = os.stat(top)
-        if (st.st_dev, st.st_ino) in seen:
-            dirs[:] = []
+    followed as TensorBoard follows them, but never into a folder the path is already inside (a
+    link loop); ``regular`` is False for a FIFO, socket, device or dangling link, which are
+    never opened (a FIFO would block the reader)."""
+    out: list[tuple[str, bool]] = []
+    st = os.stat(root)
+    todo = [(root, frozenset({(st.st_dev, st.st_ino)}))]
+    while todo:
+        top, inside = todo.pop()
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
             continue
-        seen.add((st.st_dev, st.st_ino))
-        dirs.sort()
-        for name in files:
-            path = os.path.join(top, name)
+        for entry in entries:
             try:
-                regular = stat.S_ISREG(os.stat(path).st_mode)
+                st = os.stat(entry.path)
             except OSError:
-                regular = False
-            yield path, regular
+                out.append((entry.path, False))
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                key = (st.st_dev, st.st_ino)
+                if key not in inside:
+                    todo.append((entry.path, inside | {key}))
+            else:
+                out.append((entry.path, stat.S_ISREG(st.st_mode)))
+    return out
 
 
 def _reader_for(readers: dict[str, ReaderSpec], basename: str) -> ReaderSpec | None:
@@ -110,7 +118,12 @@ class RunReader:
             if spec is not None and not regular:
                 if path not in self._not_files:
                     self._not_files.add(path)
-                    warnings.warn(f"{path}: not a regular file; skipped", ReadWarning, 2)
+                    warnings.warn(
+                        f"{path}: not a regular file (a FIFO, socket, device or dangling link);"
+                        " skipped",
+                        ReadWarning,
+                        2,
+                    )
                 continue
             if spec is not None and (self.formats is None or spec.name in self.formats):
                 found.setdefault(path.rsplit("/", 1)[0], []).append((path, spec))
