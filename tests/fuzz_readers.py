@@ -550,21 +550,37 @@ def _first_difference(got: list[Any], want: list[Any]) -> str:
     return f"lengths {len(got)} vs {len(want)}"
 
 
-def cases(seed: int, count: int) -> Iterator[tuple[int, str, str, int]]:
-    """``(number, format, mutation name, case seed)``: the formats in turn, mutations weighted."""
+def cases(
+    seed: int, count: int, sizes: dict[str, int], cuts: int
+) -> Iterator[tuple[int, str, str, int, int | None]]:
+    """``(number, format, mutation name, case seed, cut)``: ``count`` cases (each format with
+    each of its mutations first, then the formats in turn and mutations weighted), then ``cuts`` cuts evenly spread over each framed or line
+    file (0: a cut at every byte)."""
     rnd = random.Random(seed)
+    every = [(fmt, fn) for fmt in FORMATS for fn, _ in MUTATIONS[fmt]]  # each pair once first
     for i in range(count):
-        fmt = FORMATS[i % len(FORMATS)]
-        fns, weights = zip(*MUTATIONS[fmt])
-        fn = rnd.choices(fns, weights)[0]
-        yield i, fmt, fn.__name__, rnd.randrange(1 << 30)
+        if i < len(every):
+            fmt, fn = every[i]
+        else:
+            fmt = FORMATS[i % len(FORMATS)]
+            fns, weights = zip(*MUTATIONS[fmt])
+            fn = rnd.choices(fns, weights)[0]
+        yield i, fmt, fn.__name__, rnd.randrange(1 << 30), None
+    number = count
+    for fmt in ("tfevents", "mindspore", "csv", "jsonl"):
+        stride = max(1, sizes[fmt] // cuts) if cuts else 1
+        for at in range(rnd.randrange(stride), sizes[fmt], stride):
+            yield number, fmt, "m_cut", rnd.randrange(1 << 30), at
+            number += 1
 
 
 def _alarm(signum: int, frame: Any) -> None:
     raise TimeoutError(f"a case ran past {CASE_SECONDS} s")
 
 
-def worker(seed: int, count: int, workdir: Path, cli_every: int, only: str | None) -> int:
+def worker(
+    seed: int, count: int, workdir: Path, cli_every: int, only: str | None, cuts: int
+) -> int:
     """Run the cases, one JSON line each on stdout; returns the number of failures."""
     from tallyboard.cli import read as _cli  # noqa: F401
     from tallyboard.plugin.readers import ChunkedFileReader
@@ -589,20 +605,21 @@ def worker(seed: int, count: int, workdir: Path, cli_every: int, only: str | Non
     signal.signal(signal.SIGALRM, _alarm)
     failures = 0
     by_name = {fn.__name__: fn for fns in MUTATIONS.values() for fn, _ in fns}
-    for number, fmt, name, case_seed in cases(seed, count):
+    sizes = {fmt: base[fmt]["size"] for fmt in FORMATS}
+    for number, fmt, name, case_seed, at in cases(seed, count, sizes, cuts):
         if only and name != only and fmt != only:
             continue
         rnd = random.Random(case_seed)
         chunk = rnd.choice(CHUNKS)
         for cls in classes:
             cls.chunk_size = chunk
-            if cls.max_unit > MAX_UNIT:
+            if getattr(cls, "max_unit", MAX_UNIT + 1) > MAX_UNIT:
                 cls.max_unit = MAX_UNIT
         case = workdir / f"case{number}"
-        shutil.copytree(runs, case, symlinks=True)
         src = files[fmt]
+        shutil.copytree(src.parent, case / src.parent.name, symlinks=True)
         path = case / src.relative_to(runs)
-        m = by_name[name](path, rnd)
+        m = m_cut(path, rnd, at) if at is not None else by_name[name](path, rnd)
         after = path.read_bytes() if path.is_file() else b""
         logdir = case / src.parent.name if m.detail != "runlink" else case
         record: dict[str, Any] = {
@@ -667,7 +684,12 @@ def _address_space() -> int:
 
 
 def run(
-    seed: int, count: int, cli_every: int = 10, only: str | None = None, timeout: float = 3600
+    seed: int,
+    count: int,
+    cli_every: int = 10,
+    only: str | None = None,
+    timeout: float = 3600,
+    cuts: int = 0,
 ) -> list[dict[str, Any]]:
     """Run ``count`` cases in a worker process; every case's record (failures have ``ok``
     False). A worker that stops answering for a case's time is killed and its case failed."""
@@ -689,6 +711,8 @@ def run(
             tmp,
             "--cli-every",
             str(cli_every),
+            "--cuts",
+            str(cuts),
         ] + (["--only", only] if only else [])
         proc = subprocess.Popen(
             cmd,
@@ -727,7 +751,8 @@ def run(
             proc.wait()
             err = proc.stderr.read() if proc.stderr else ""
             sel.close()
-        if proc.returncode not in (0, 1, -signal.SIGKILL) or current is not None:
+        died = proc.returncode not in (0, 1, -signal.SIGKILL) or current is not None
+        if died or (proc.returncode and all(r.get("ok") for r in out)):
             out.append(
                 {
                     "case": current,
@@ -744,13 +769,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cases", type=int, default=2000)
     p.add_argument("--cli-every", type=int, default=10, help="run ls/export/convert every N cases")
     p.add_argument("--only", help="one format or mutation (m_flip, ...)")
+    p.add_argument(
+        "--cuts", type=int, default=0, help="then N cuts spread over each file (0: at every byte)"
+    )
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--dir", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        return 1 if worker(args.seed, args.cases, Path(args.dir), args.cli_every, args.only) else 0
+        failed = worker(args.seed, args.cases, Path(args.dir), args.cli_every, args.only, args.cuts)
+        return 1 if failed else 0
     started = time.perf_counter()
-    results = run(args.seed, args.cases, args.cli_every, args.only)
+    results = run(args.seed, args.cases, args.cli_every, args.only, cuts=args.cuts)
     bad = [r for r in results if not r.get("ok")]
     for r in bad:
         print(json.dumps({k: v for k, v in r.items() if k != "traceback"}))
