@@ -242,3 +242,11 @@ def test_export_refuses_to_overwrite_a_file_of_the_log_dir_it_reads(logdir: Path
     out = cli("export", str(logdir), "-o", str(new))
     assert out.returncode == 0, out.stderr
     assert len(pd.read_csv(new)) == sum(BASE.values())
+
+
+def test_plot_refuses_to_overwrite_a_file_of_the_log_dir_it_reads(logdir: Path) -> None:
+    target = only(logdir / "tb", "tfevents")
+    before = target.read_bytes()
+    out = cli("plot", str(logdir), "--tag", "loss", "-o", str(target), "--force")
+    assert out.returncode == 1 and "refusing to overwrite" in out.stderr, out.stderr
+    assert target.read_bytes() == before

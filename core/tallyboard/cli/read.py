@@ -490,6 +490,9 @@ def cmd_plot(
 
     if os.path.exists(out) and not force:
         raise CliError(f"{out} exists; pass --force to overwrite it")
+    if os.path.lexists(out):
+        probe = _reader(logdir, formats)
+        _refuse_overwriting_input(out, probe, probe.discover())
     run_set = set(runs) if runs else None
     series: dict[str, dict[int, float]] = {}
     seen: set[str] = set()
