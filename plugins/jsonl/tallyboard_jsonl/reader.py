@@ -20,7 +20,9 @@ A kind with no decoder is read as ``{"value": <the JSON value as written>}``.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +75,9 @@ class JsonlFileReader(ChunkedFileReader):
         super().__init__(fs, path)
         self.decoders = decoders
         self.dir = path.rsplit("/", 1)[0] if "/" in path else ""
+        #: side files on a local disk are checked to be regular files (only there can be FIFOs),
+        #: sparing a remote store a request per side file.
+        self._local = "file" in getattr(fs, "protocol", ())
 
     def _scan(self, data: bytes, batch: Batch) -> int:
         used = data.rfind(b"\n") + 1  # a last line without its newline is left
@@ -172,15 +177,15 @@ class JsonlFileReader(ChunkedFileReader):
                 full = f"{self.dir}/{rel}" if self.dir else rel
                 data: bytes | None = None
                 try:
-                    kind = self.fs.info(full).get("type")
-                    if kind == "file":  # a FIFO would block, a directory raise
-                        data = bytes(self.fs.cat_file(full))
-                    else:
-                        warn_corrupt(
-                            self.path, self.offset + start, f"side file {rel} is not a file"
-                        )
+                    if self._local and not stat.S_ISREG(os.stat(full).st_mode):
+                        raise IsADirectoryError("not a regular file")  # a FIFO would block
+                    data = bytes(self.fs.cat_file(full))
                 except FileNotFoundError:
                     warn_corrupt(self.path, self.offset + start, f"side file {rel} is missing")
+                except OSError as exc:
+                    warn_corrupt(
+                        self.path, self.offset + start, f"side file {rel} cannot be read ({exc})"
+                    )
                 return SideFile(full, str(value["content_type"]), data)
         return {k: self._blobs(v, start) for k, v in value.items()}
 
