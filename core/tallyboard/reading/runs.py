@@ -147,8 +147,7 @@ class RunReader:
 
         if isinstance(self.fs, LocalFileSystem):
             return sorted((p.replace(os.sep, "/"), r) for p, r in local_files(self.root))
-        found = self.fs.find(self.root, detail=True)
-        return sorted((p, info.get("type") == "file") for p, info in found.items())
+        return sorted((p, True) for p in self.fs.find(self.root))  # no FIFOs in a store
 
     def read(self) -> list[tuple[str, Batch]]:
         """``(run, batch)`` per file, holding what was appended since the last call."""
