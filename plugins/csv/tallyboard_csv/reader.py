@@ -6,7 +6,9 @@ reader keeps its byte offset, so ``read_new`` called again returns only rows app
 last line without its newline is a row still being written: it is left for the next read. A
 malformed row is reported (:class:`~tallyboard.plugin.readers.ReadWarning`, naming the file and the
 byte offset of the row) and skipped; a file whose first line is not the sink's header is
-reported once and not read. An empty ``step`` (none given) reads as 0, as an event file's does.
+reported once and not read. A quote can open a line break only where a quoted tag starts: a
+stray one elsewhere is damage in its row only. A line longer than :data:`MAX_ROW` is reported
+and skipped up to its end, so memory never holds more than a chunk and one row. An empty ``step`` (none given) reads as 0, as an event file's does.
 """
 
 from __future__ import annotations

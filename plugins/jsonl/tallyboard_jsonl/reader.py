@@ -5,7 +5,8 @@ chunk, not the file; the
 reader keeps its byte offset, so ``read_new`` called again returns only lines appended since. A
 last line without its newline is a record still being written: it is left for the next read. A
 malformed line is reported (:class:`~tallyboard.plugin.readers.ReadWarning`, naming the file and the
-byte offset of the line) and skipped.
+byte offset of the line) and skipped, brackets nested too deep for the parser included; a line
+longer than :data:`MAX_LINE` is reported and skipped up to its end.
 
 Scalars go to the batch's scalar columns (a ``null`` step reads as 0, as an event file's does).
 Every other line goes to the decoder registered for ``("jsonl", kind)``, called as
