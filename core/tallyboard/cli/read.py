@@ -49,6 +49,30 @@ def _note_skipped(reader: RunReader) -> None:
         )
 
 
+def _refuse_overwriting_input(out: str, reader: RunReader, files: list[tuple[str, Any]]) -> None:
+    """Refuse an output that exists inside the log dir being read, or is one of its files
+    (through a link too): ``--force`` would destroy what is read. A new file there is fine."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    if not os.path.lexists(out) or not isinstance(reader.fs, LocalFileSystem):
+        return
+    real, root = os.path.realpath(out), os.path.realpath(reader.root)
+    inside = os.path.commonpath([real, root]) == root
+    read = (getattr(r, "path", None) for _, r in files)
+    if inside or any(isinstance(p, str) and _same_file(out, p) for p in read):
+        raise CliError(
+            f"-o {out}: refusing to overwrite a file inside the log dir being read ({reader.root});"
+            " write the output elsewhere or to a new file"
+        )
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def iter_file_batches(
     logdir: str, formats: Sequence[str] | None = None
 ) -> Iterator[tuple[str, Batch]]:
@@ -384,6 +408,7 @@ def cmd_export(
         raise CliError(f"{out} exists; pass --force to overwrite it")
     run_reader = _reader(logdir, formats, kind)
     files = run_reader.discover()
+    _refuse_overwriting_input(out, run_reader, files)
     _note_skipped(run_reader)
     run_set, tag_set = (set(runs) if runs else None), (set(tags) if tags else None)
     tmp = out + ".partial"
@@ -496,6 +521,9 @@ def cmd_plot(
     require("matplotlib", "figures", "tallyboard plot")
     if os.path.exists(out) and not force:
         raise CliError(f"{out} exists; pass --force to overwrite it")
+    if os.path.lexists(out):
+        probe = _reader(logdir, formats)
+        _refuse_overwriting_input(out, probe, probe.discover())
     run_set = set(runs) if runs else None
     series: dict[str, dict[int, float]] = {}
     seen: set[str] = set()

@@ -94,10 +94,20 @@ class ChunkedFileReader:
     a chunk into the batch and returns the bytes it consumed; what is left (a torn tail) starts
     the next chunk, or waits for the next :meth:`read_new` when the file ends there. So memory
     holds one chunk, a live file is read safely, and each read returns only what is new.
+
+    A unit longer than :attr:`max_unit` is damage, never read into memory: a record whose header
+    claims more is reported and the rest of the file skipped (no later boundary can be trusted);
+    a line (formats that set :attr:`unit_end`) is reported and skipped up to its end. Nothing past
+    the file's size is ever asked for, so a header claiming more than the file holds is a torn
+    tail that costs no memory.
     """
 
     #: bytes read at a time (a class attribute, so tests can make records straddle chunks).
     chunk_size: int = CHUNK
+    #: the longest unit (record, line) read whole; protobuf's own limit for a message is 2 GiB.
+    max_unit: int = 1 << 31
+    #: the byte ending a unit, for formats that can skip an overlong one (lines: ``b"\n"``).
+    unit_end: bytes | None = None
 
     def __init__(self, fs: Any, path: str) -> None:
         self.fs, self.path = fs, path
@@ -108,6 +118,8 @@ class ChunkedFileReader:
         #: set by :meth:`_scan` when it stops at a unit it has not all of: that unit's size, so
         #: a unit longer than a chunk is read in one call, not grown chunk by chunk.
         self._need = 0
+        #: True while the bytes up to the next :attr:`unit_end` belong to an overlong unit.
+        self._skipping = False
 
     def read_new(self) -> Batch:
         """Decode everything whole appended since the last call into a fresh :class:`Batch`."""
@@ -115,20 +127,65 @@ class ChunkedFileReader:
         if self.dead:
             return batch
         with self.fs.open(self.path, "rb") as f:
+            size = getattr(f, "size", None)  # never read past it: a live file grows later
             f.seek(self.offset)
             rest = b""
             while not self.dead:
-                data = f.read(max(self.chunk_size, self._wanted(rest)))
+                wanted = self._wanted(rest)
+                if len(rest) + wanted > self.max_unit:
+                    warn_corrupt(
+                        self.path,
+                        self.offset,
+                        f"a record claims {len(rest) + wanted} bytes (framing included), more than the "
+                        f"{self.max_unit} a record may hold; the rest of the file is skipped",
+                    )
+                    self.dead = True
+                    break
+                n = max(self.chunk_size, wanted, len(rest))  # a long unit: in doubling reads
+                if isinstance(size, int):
+                    left = size - self.offset - len(rest)
+                    if wanted > left:
+                        break  # the unit is not all there yet: a torn tail of a live file
+                    n = min(n, left)
+                data = f.read(n) if n > 0 else b""
                 if not data:
                     break
+                if self._skipping:
+                    data = self._skip_rest(data)
                 if rest:
                     data = rest + data
                 used = self._scan(data, batch)
                 self.offset += used
                 rest = data[used:]
                 del data  # one chunk in memory at a time
+                while self.unit_end is not None and len(rest) > self.max_unit:
+                    rest = self._skip_long(rest)
+                    used = self._scan(rest, batch)  # the whole units after it, now
+                    self.offset += used
+                    rest = rest[used:]
                 batch.flush_lists()  # a chunk's scalars as numpy columns, not Python objects
         return batch
+
+    def _skip_long(self, rest: bytes) -> bytes:
+        """Report the overlong unit ``rest`` starts and drop it; what follows its end is kept."""
+        warn_corrupt(
+            self.path,
+            self.offset,
+            f"a line longer than {self.max_unit} bytes; skipped up to its end",
+        )
+        self._skipping = True
+        return self._skip_rest(rest)
+
+    def _skip_rest(self, data: bytes) -> bytes:
+        """``data`` after the end of the unit being skipped (all of it skipped when it has none)."""
+        assert self.unit_end is not None
+        cut = data.find(self.unit_end)
+        if cut < 0:
+            self.offset += len(data)
+            return b""
+        self._skipping = False
+        self.offset += cut + len(self.unit_end)
+        return data[cut + len(self.unit_end) :]
 
     def _wanted(self, rest: bytes) -> int:
         """Bytes still missing from the unit ``rest`` starts, as :attr:`_need` says."""

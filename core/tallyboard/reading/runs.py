@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import warnings
 from collections.abc import Iterable
 
 from tallyboard.plugin.readers import Batch, FileReader, ReaderSpec
+from tallyboard.warn import ReadWarning
 
 
 def _format_names(
@@ -21,6 +25,35 @@ def _format_names(
             f"formats: unknown format(s) {unknown}; readable formats: {sorted(readers)}"
         )
     return set(names)
+
+
+def local_files(root: str) -> list[tuple[str, bool]]:
+    """``(path, regular)`` for every file under the local directory ``root``, symlinked folders
+    followed as TensorBoard follows them, but never into a folder the path is already inside (a
+    link loop); ``regular`` is False for a FIFO, socket, device or dangling link, which are
+    never opened (a FIFO would block the reader)."""
+    out: list[tuple[str, bool]] = []
+    st = os.stat(root)
+    todo = [(root, frozenset({(st.st_dev, st.st_ino)}))]
+    while todo:
+        top, inside = todo.pop()
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                st = os.stat(entry.path)
+            except OSError:
+                out.append((entry.path, False))
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                key = (st.st_dev, st.st_ino)
+                if key not in inside:
+                    todo.append((entry.path, inside | {key}))
+            else:
+                out.append((entry.path, stat.S_ISREG(st.st_mode)))
+    return out
 
 
 def _reader_for(readers: dict[str, ReaderSpec], basename: str) -> ReaderSpec | None:
@@ -56,6 +89,7 @@ class RunReader:
         if not self.fs.isdir(self.root):
             raise ValueError(f"logdir {logdir!r} is not a directory")
         self._open: dict[str, tuple[str, FileReader]] = {}
+        self._not_files: set[str] = set()  # special files already reported
         self._chosen: dict[str, str] = {}  # run directory -> the competing format read there
         #: run directory -> competing formats found there but not read (same values again).
         self.skipped: dict[str, set[str]] = {}
@@ -79,8 +113,18 @@ class RunReader:
         """``(run, reader)`` for every recognised file, new files included: read them one by one
         (``reader.read_new()``) to hold one file's records at a time."""
         found: dict[str, list[tuple[str, ReaderSpec]]] = {}
-        for path in sorted(self.fs.find(self.root)):
+        for path, regular in self._files():
             spec = _reader_for(self._readers, path.rsplit("/", 1)[-1])
+            if spec is not None and not regular:
+                if path not in self._not_files:
+                    self._not_files.add(path)
+                    warnings.warn(
+                        f"{path}: not a regular file (a FIFO, socket, device or dangling link);"
+                        " skipped",
+                        ReadWarning,
+                        2,
+                    )
+                continue
             if spec is not None and (self.formats is None or spec.name in self.formats):
                 found.setdefault(path.rsplit("/", 1)[0], []).append((path, spec))
         for parent, files in found.items():
@@ -96,6 +140,14 @@ class RunReader:
                 decoders = {k: fn for (fmt, k), fn in self._decoders.items() if fmt == spec.name}
                 self._open[path] = (run, spec.open(self.fs, path, decoders))
         return list(self._open.values())
+
+    def _files(self) -> list[tuple[str, bool]]:
+        """``(path, regular)`` of every file under the log dir, sorted."""
+        from fsspec.implementations.local import LocalFileSystem
+
+        if isinstance(self.fs, LocalFileSystem):
+            return sorted((p.replace(os.sep, "/"), r) for p, r in local_files(self.root))
+        return sorted((p, True) for p in self.fs.find(self.root))  # no FIFOs in a store
 
     def read(self) -> list[tuple[str, Batch]]:
         """``(run, batch)`` per file, holding what was appended since the last call."""

@@ -6,7 +6,9 @@ reader keeps its byte offset, so ``read_new`` called again returns only rows app
 last line without its newline is a row still being written: it is left for the next read. A
 malformed row is reported (:class:`~tallyboard.plugin.readers.ReadWarning`, naming the file and the
 byte offset of the row) and skipped; a file whose first line is not the sink's header is
-reported once and not read. An empty ``step`` (none given) reads as 0, as an event file's does.
+reported once and not read. A quote can open a line break only where a quoted tag starts: a
+stray one elsewhere is damage in its row only. A line longer than :data:`MAX_ROW` is reported
+and skipped up to its end, so memory never holds more than a chunk and one row. An empty ``step`` (none given) reads as 0, as an event file's does.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ _NAME = re.compile(rf"{FILE_STEM}(\.\d+)?\.csv(\.part\d+)?")
 _HEADER = HEADER.encode()
 #: the longest row a quoted line break may make; an unclosed quote beyond it is damage.
 MAX_QUOTED = 4096
+#: the longest line read whole: a longer one is damage, reported and skipped up to its end.
+MAX_ROW = 1 << 20
 
 
 def matches(basename: str) -> bool:
@@ -33,6 +37,10 @@ def matches(basename: str) -> bool:
 
 class CsvFileReader(ChunkedFileReader):
     """One ``scalars.csv``; :meth:`read_new` returns the rows appended since the previous call."""
+
+    #: the longest row; a longer line (no row the sink writes) is reported and skipped.
+    max_unit = MAX_ROW
+    unit_end = b"\n"
 
     def __init__(self, fs: Any, path: str, decoders: dict[str, Callable[..., Any]]) -> None:
         super().__init__(fs, path)
@@ -101,12 +109,16 @@ class CsvFileReader(ChunkedFileReader):
             start = pos
             if b'"' in line and line.count(b'"') % 2:  # a quoted line break: join the rows
                 j = i + 1
-                while j < n and line.count(b'"') % 2 and len(line) <= MAX_QUOTED:
-                    line += b"\n" + lines[j]
-                    j += 1
+                if _OPENS_TAG.match(line):  # elsewhere a lone quote is damage in this line
+                    while j < n and line.count(b'"') % 2 and len(line) <= MAX_QUOTED:
+                        line += b"\n" + lines[j]
+                        j += 1
                 if line.count(b'"') % 2:
-                    if len(line) <= MAX_QUOTED:
-                        return start  # the closing quote is still being written
+                    if len(line) <= MAX_QUOTED and j > i + 1 and j == n:
+                        if not any(_is_row(x) for x in lines[i + 1 : j]):
+                            return start  # the closing quote is still being written
+                    elif j == i + 1 == n and _OPENS_TAG.match(line):
+                        return start  # the last row, its tag still being written
                     line, j = lines[i], i + 1  # an unclosed quote: damage in this line only
                 i = j
             else:
@@ -124,20 +136,8 @@ class CsvFileReader(ChunkedFileReader):
                     self.dead = True
                     return pos
                 continue
-            line = line.rstrip(b"\r")
-            if b'"' not in line:
-                parts = line.split(b",")
-                raw_tag = parts[2] if len(parts) == 4 else None
-            else:
-                parts, raw_tag = _quoted(line)
             try:
-                if raw_tag is None:
-                    raise ValueError("expected 4 fields")
-                wall = float(parts[0])
-                step = int(parts[1]) if parts[1] else 0
-                value = float(parts[3])
-                if not -(1 << 63) <= step < 1 << 63:
-                    raise ValueError("step out of int64 range")
+                wall, step, raw_tag, value = _row(line.rstrip(b"\r"))
             except ValueError as exc:
                 warn_corrupt(
                     self.path, self.offset + start, f"malformed CSV row ({exc}); row skipped"
@@ -151,6 +151,36 @@ class CsvFileReader(ChunkedFileReader):
             walls.append(wall)
             values.append(value)
         return pos
+
+
+#: the start of a row whose tag is quoted: only there may a quote open a line break.
+_OPENS_TAG = re.compile(rb'[^,"\n]*,[^,"\n]*,"')
+
+
+def _row(line: bytes) -> tuple[float, int, bytes, float]:
+    """``(wall_time, step, raw tag, value)`` of one row (no line end); ValueError if malformed."""
+    if b'"' not in line:
+        parts = line.split(b",")
+        raw_tag = parts[2] if len(parts) == 4 else None
+    else:
+        parts, raw_tag = _quoted(line)
+    if raw_tag is None:
+        raise ValueError("expected 4 fields")
+    wall = float(parts[0])
+    step = int(parts[1]) if parts[1] else 0
+    value = float(parts[3])
+    if not -(1 << 63) <= step < 1 << 63:
+        raise ValueError("step out of int64 range")
+    return wall, step, raw_tag, value
+
+
+def _is_row(line: bytes) -> bool:
+    """Whether ``line`` is a whole row on its own (so no part of a quoted tag before it)."""
+    try:
+        _row(line.rstrip(b"\r"))
+    except ValueError:
+        return False
+    return True
 
 
 def _quoted(line: bytes) -> tuple[list[bytes], bytes | None]:

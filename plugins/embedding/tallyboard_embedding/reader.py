@@ -27,6 +27,11 @@ from tallyboard.plugin.readers import Batch, warn_corrupt
 from .methods import CONFIG_NAME
 
 FORMAT = "projector"
+#: the largest file (config, tensors, metadata, sprite) read: each is read whole, as
+#: TensorBoard's projector reads it; a larger one is reported and skipped.
+MAX_FILE = 1 << 30
+#: the largest projector config read (a small text file).
+MAX_CONFIG = 4 << 20
 
 
 def matches(basename: str) -> bool:
@@ -64,11 +69,27 @@ class ProjectorReader:
     def _join(self, rel: str) -> str:
         return f"{self.dir}/{rel}" if self.dir else rel
 
-    def _text(self, rel: str) -> str | None:
+    def _bytes(self, rel: str, limit: int = MAX_FILE) -> bytes | str:
+        """The file ``rel`` of the run, or why it cannot be read (missing, not a regular file,
+        too large): a FIFO would block the read, a directory raise."""
         try:
-            return bytes(self.fs.cat_file(self._join(rel))).decode("utf-8")
+            info = self.fs.info(self._join(rel))
+            if info.get("type") != "file":
+                return "is not a regular file"
+            if (info.get("size") or 0) > limit:
+                return f"holds {info['size']} bytes, more than the {limit} read"
+            return bytes(self.fs.cat_file(self._join(rel)))
         except FileNotFoundError:
-            return None
+            return "is missing"
+        except OSError as exc:
+            return f"cannot be read ({exc})"
+
+    def _text(self, rel: str, limit: int = MAX_FILE) -> str:
+        """The UTF-8 text of ``rel``; ValueError saying why it cannot be had."""
+        data = self._bytes(rel, limit)
+        if isinstance(data, str):
+            raise ValueError(data)
+        return data.decode("utf-8")
 
     def read_new(self) -> Batch:
         from google.protobuf import text_format
@@ -77,8 +98,8 @@ class ProjectorReader:
 
         batch = Batch()
         try:
-            config = text_format.Parse(self._text(CONFIG_NAME) or "", ProjectorConfig())
-        except (text_format.ParseError, UnicodeDecodeError) as exc:
+            config = text_format.Parse(self._text(CONFIG_NAME, MAX_CONFIG), ProjectorConfig())
+        except (text_format.ParseError, ValueError, RecursionError) as exc:
             warn_corrupt(self.path, 0, f"unparsable projector config ({exc}); read skipped")
             return batch
         for info in config.embeddings:
@@ -93,31 +114,41 @@ class ProjectorReader:
 
     def _row(self, info: Any) -> dict[str, Any] | None:
         tag, _, step_text = info.tensor_name.rpartition(":")
-        step = int(step_text) if tag and step_text.isdigit() else 0
-        if not tag or not step_text.isdigit():
+        numbered = bool(tag) and step_text.isascii() and step_text.isdigit()
+        step = int(step_text) if numbered and len(step_text) < 19 else 0
+        if not numbered:
             tag = info.tensor_name
-        text = self._text(info.tensor_path) if _inside(info.tensor_path) else None
-        if text is None:
+        if not _inside(info.tensor_path):
             warn_corrupt(
-                self.path, 0, f"tensor file {info.tensor_path!r} of {tag!r} is missing; skipped"
+                self.path, 0, f"tensor file {info.tensor_path!r} of {tag!r} is outside the run"
+            )
+            return None
+        got = self._bytes(info.tensor_path)
+        if isinstance(got, str):
+            warn_corrupt(
+                self.path, 0, f"tensor file {info.tensor_path!r} of {tag!r} {got}; skipped"
             )
             return None
         try:
-            tensor = parse_tensor(text)
-        except ValueError as exc:
-            warn_corrupt(self.path, 0, f"tensor file {info.tensor_path!r}: {exc}; skipped")
+            tensor = parse_tensor(got.decode("utf-8"))
+        except ValueError as exc:  # UnicodeDecodeError is one
+            warn_corrupt(
+                self.path, 0, f"tensor file {info.tensor_path!r} of {tag!r}: {exc}; skipped"
+            )
             return None
         metadata, header = None, None
         if info.metadata_path and _inside(info.metadata_path):
-            meta_text = self._text(info.metadata_path)
-            if meta_text is not None:
-                metadata, header = parse_metadata(meta_text)
+            try:
+                metadata, header = parse_metadata(self._text(info.metadata_path))
+            except ValueError as exc:
+                warn_corrupt(self.path, 0, f"metadata file {info.metadata_path!r}: {exc}")
         sprite, sprite_dim = None, None
         if info.sprite.image_path and _inside(info.sprite.image_path):
-            try:
-                sprite = bytes(self.fs.cat_file(self._join(info.sprite.image_path)))
-            except FileNotFoundError:
-                sprite = None
+            got = self._bytes(info.sprite.image_path)
+            if isinstance(got, str):
+                warn_corrupt(self.path, 0, f"sprite {info.sprite.image_path!r} {got}")
+            else:
+                sprite = got
             sprite_dim = [int(d) for d in info.sprite.single_image_dim] or None
         try:
             mtime = self.fs.info(self._join(info.tensor_path)).get("mtime")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,21 @@ _MODES = {
 }
 #: frame rate of a GIF whose frames carry no duration (what browsers show)
 DEFAULT_GIF_FPS = 10.0
+#: most pixels (frames x height x width) decoded from one image: a few hundred kilobytes of PNG
+#: can claim gigabytes of pixels (a decompression bomb); 2^25 is an 8192 x 4096 still.
+MAX_PIXELS = 1 << 25
+
+
+class TooManyPixels(ValueError):
+    """An image with more pixels than :data:`MAX_PIXELS`."""
+
+
+def _check_pixels(where: str, pixels: int) -> None:
+    if pixels > MAX_PIXELS:
+        raise TooManyPixels(
+            f"{where}: {pixels} pixels, more than the {MAX_PIXELS} decoded at most "
+            "(tallyboard_image.rows.MAX_PIXELS); not decoded"
+        )
 
 
 def from_row(row: dict[str, Any]) -> tuple[str, ImagePayload]:
@@ -33,20 +49,29 @@ def from_row(row: dict[str, Any]) -> tuple[str, ImagePayload]:
     with its own channels (1 gray .. 4 RGBA), an animated GIF as a video at its frame rate (gray
     when the row's colorspace is 1), so encoding the payload gives the same pixels back.
 
-    Raises ``ValueError`` for data Pillow cannot read and for images deeper than 8 bits.
+    Raises ``ValueError`` for data Pillow cannot read, for images deeper than 8 bits and for
+    more than :data:`MAX_PIXELS` pixels (checked from the header, before anything is decoded).
     """
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
     tag, data = row["tag"], row["data"]
     where = f"image {tag!r} at step {row.get('step')}"
     try:
-        image = Image.open(io.BytesIO(data))
+        with warnings.catch_warnings():  # Pillow's own bomb warning: MAX_PIXELS is lower
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+        _check_pixels(where, image.size[0] * image.size[1])
         image.load()
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+        if isinstance(exc, TooManyPixels):
+            raise
         raise ValueError(f"{where}: the data is no image Pillow can read ({exc})") from None
     with image:
         if image.format == "GIF":
-            frames = [np.asarray(f.convert("RGB")) for f in ImageSequence.Iterator(image)]
+            frames = []
+            for n, frame in enumerate(ImageSequence.Iterator(image), 1):
+                _check_pixels(where, n * image.size[0] * image.size[1])
+                frames.append(np.asarray(frame.convert("RGB")))
             duration = float(image.info.get("duration") or 0)
             fps = 1000.0 / duration if duration > 0 else DEFAULT_GIF_FPS
             pixels = np.stack(frames)

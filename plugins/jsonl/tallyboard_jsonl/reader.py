@@ -5,7 +5,8 @@ chunk, not the file; the
 reader keeps its byte offset, so ``read_new`` called again returns only lines appended since. A
 last line without its newline is a record still being written: it is left for the next read. A
 malformed line is reported (:class:`~tallyboard.plugin.readers.ReadWarning`, naming the file and the
-byte offset of the line) and skipped.
+byte offset of the line) and skipped, brackets nested too deep for the parser included; a line
+longer than :data:`MAX_LINE` is reported and skipped up to its end.
 
 Scalars go to the batch's scalar columns (a ``null`` step reads as 0, as an event file's does).
 Every other line goes to the decoder registered for ``("jsonl", kind)``, called as
@@ -20,7 +21,9 @@ A kind with no decoder is read as ``{"value": <the JSON value as written>}``.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +40,8 @@ _BLOB_KEYS = {"path", "content_type", "bytes"}
 _FIELDS = ("wall_time", "step", "tag", "kind", "value")
 #: between a scalar line's tag and its value, as the sink writes it.
 _SCALAR_MID = b'","kind":"scalar","value":'
+#: the longest line read whole (side files hold images and audio; a line holds numbers and text).
+MAX_LINE = 64 << 20
 
 
 def matches(basename: str) -> bool:
@@ -63,10 +68,17 @@ def _side_file(value: Any) -> tuple[bytes | None, str | None, str | None]:
 class JsonlFileReader(ChunkedFileReader):
     """One ``records.jsonl``; :meth:`read_new` returns the records appended since the last call."""
 
+    #: the longest line read whole; a longer one is reported and skipped up to its end.
+    max_unit = MAX_LINE
+    unit_end = b"\n"
+
     def __init__(self, fs: Any, path: str, decoders: dict[str, Callable[..., Any]]) -> None:
         super().__init__(fs, path)
         self.decoders = decoders
         self.dir = path.rsplit("/", 1)[0] if "/" in path else ""
+        #: side files on a local disk are checked to be regular files (only there can be FIFOs),
+        #: sparing a remote store a request per side file.
+        self._local = "file" in getattr(fs, "protocol", ())
 
     def _scan(self, data: bytes, batch: Batch) -> int:
         used = data.rfind(b"\n") + 1  # a last line without its newline is left
@@ -117,7 +129,8 @@ class JsonlFileReader(ChunkedFileReader):
                 if type(tag) is not str or type(kind) is not str:
                     raise ValueError("tag and kind must be strings")
                 wall = float(wall)
-            except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
+            except (ValueError, KeyError, TypeError, RecursionError) as exc:
+                # JSONDecodeError is a ValueError; RecursionError: brackets nested too deep
                 what = f"KeyError {exc}" if isinstance(exc, KeyError) else str(exc)
                 warn_corrupt(
                     self.path, self.offset + start, f"malformed JSON line ({what}); line skipped"
@@ -142,7 +155,7 @@ class JsonlFileReader(ChunkedFileReader):
             else:
                 try:
                     row = decode(self._blobs(value, start), step, wall)
-                except (KeyError, TypeError, ValueError) as exc:
+                except (KeyError, TypeError, ValueError, RecursionError) as exc:
                     warn_corrupt(
                         self.path,
                         self.offset + start,
@@ -163,11 +176,17 @@ class JsonlFileReader(ChunkedFileReader):
             rel = value["path"]
             if _BLOB_PATH.fullmatch(rel):  # never a path outside the run's blobs/
                 full = f"{self.dir}/{rel}" if self.dir else rel
+                data: bytes | None = None
                 try:
-                    data: bytes | None = bytes(self.fs.cat_file(full))
+                    if self._local and not stat.S_ISREG(os.stat(full).st_mode):
+                        raise IsADirectoryError("not a regular file")  # a FIFO would block
+                    data = bytes(self.fs.cat_file(full))
                 except FileNotFoundError:
                     warn_corrupt(self.path, self.offset + start, f"side file {rel} is missing")
-                    data = None
+                except OSError as exc:
+                    warn_corrupt(
+                        self.path, self.offset + start, f"side file {rel} cannot be read ({exc})"
+                    )
                 return SideFile(full, str(value["content_type"]), data)
         return {k: self._blobs(v, start) for k, v in value.items()}
 
