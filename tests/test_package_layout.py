@@ -1,8 +1,8 @@
 """The core package's map: subpackages by role, imports pointing down only, no import circle.
 
 Every import inside core/tallyboard counts, those inside functions too (a lazy import is still a
-dependency). The top-level ``tallyboard/__init__.py`` is the public facade over everything and
-``__main__`` runs the CLI: neither is imported by anything inside the package.
+dependency). The top-level ``tallyboard/__init__.py`` is the public facade over everything below
+the CLI, and ``__main__`` runs the CLI: only the CLI imports the facade (for ``__version__``).
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ def test_imports_point_down_or_stay_within_their_subpackage():
             continue
         for dep in deps:
             if dep in FACADE:
-                wrong.append(f"{module} imports the facade {dep}")
+                if _floor(module) < max(FLOORS.values()):  # only the CLI stands above it
+                    wrong.append(f"{module} imports the facade {dep}")
             elif dep.split(".")[1] != module.split(".")[1] and _floor(dep) >= _floor(module):
                 wrong.append(f"{module} (floor {_floor(module)}) -> {dep} (floor {_floor(dep)})")
     assert not wrong, "\n".join(sorted(wrong))
