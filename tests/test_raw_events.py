@@ -15,7 +15,7 @@ def test_file_writer_takes_tensorboard_protobufs(logdir: Path) -> None:
 
     writer = SummaryWriter(logdir)
     file_writer = writer._get_file_writer()
-    assert file_writer.get_logdir() == logdir
+    assert file_writer.get_logdir() == str(logdir)  # a str, as torch's FileWriter gives
     file_writer.add_summary(Summary(value=[Summary.Value(tag="x", simple_value=3.0)]), 4)
     file_writer.add_summary(Summary(value=[Summary.Value(tag="x", simple_value=5.0)]), 6, 100.0)
     stamped = Event(step=9, wall_time=1.0, summary=Summary(value=[Summary.Value(tag="y")]))

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import make_writer_methods
 import numpy as np
 import pytest
 from conftest import raw_events
@@ -172,10 +173,7 @@ BAD_VALUES: list[Any] = [
 
 
 def builtin_methods() -> list[str]:
-    methods = get_registry().methods
-    return sorted(
-        name for name, (_, fn) in methods.items() if fn.__module__.startswith("tallyboard_")
-    )
+    return sorted(make_writer_methods.builtin_methods())
 
 
 def test_every_builtin_method_has_a_baseline() -> None:
