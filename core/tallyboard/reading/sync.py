@@ -35,7 +35,7 @@ from tallyboard.reading.runs import RunReader
 #: The state file inside the log dir.
 STATE_FILE = ".tallyboard-sync.json"
 #: Values sent between two confirmed flushes (and state file writes).
-COMMIT_EVERY = 5000
+COMMIT_EVERY = 1000
 _MAX_QUEUE = 1000
 _FLUSH_SECS = 120.0
 _VERSION = 1

@@ -176,14 +176,18 @@ def _parent_of(key: str, chosen: str) -> tuple[MlflowSink, str] | None:
     return best
 
 
-def _run_tags(parent_run: str | None) -> dict[str, str]:
-    """The tags ``mlflow.start_run`` sets (user, source name and type, git commit ...)."""
-    from mlflow.tracking.context.registry import resolve_tags
+_tags: dict[str, str] | None = None
 
-    tags = {str(k): str(v) for k, v in resolve_tags({}).items()}
-    if parent_run is not None:
-        tags["mlflow.parentRunId"] = parent_run
-    return tags
+
+def _run_tags() -> dict[str, str]:
+    """The tags ``mlflow.start_run`` sets (user, source name and type, git commit ...), resolved
+    once per process (about 8 ms each time)."""
+    global _tags
+    if _tags is None:
+        from mlflow.tracking.context.registry import resolve_tags
+
+        _tags = {str(k): str(v) for k, v in resolve_tags({}).items()}
+    return dict(_tags)
 
 
 class MlflowSink:
@@ -225,8 +229,9 @@ class MlflowSink:
                 self.client = self.parent.client
                 experiment = ""
             else:
-                if "://" in chosen:  # "mlflow+<tracking URI>"
-                    self.tracking_uri = options.log_dir
+                if "://" in chosen:  # "mlflow+<tracking URI>": the URI itself, not a sub-path
+                    head = chosen.split("://", 1)[0]
+                    self.tracking_uri = chosen.split("+", 1)[1] if "+" in head else options.log_dir
                     artifacts = _sqlite_artifacts(self.tracking_uri)
                 else:
                     self.tracking_uri, artifacts = _local_store(options.log_dir)
@@ -238,7 +243,7 @@ class MlflowSink:
         self.run_name = run_name
         self._experiment_name = experiment
         self._artifacts = artifacts
-        self._tags = _run_tags(None)  # in the caller: sys.argv, user and git as start_run sees
+        self._tags = _run_tags()  # in the caller: sys.argv, user and git as start_run sees
         self._record = record.load(self.writer_dir, self.tracking_uri)
         self.send_secs = min(float(options.flush_secs), MAX_SEND_SECS)
         self._run_lock = threading.Lock()
@@ -252,6 +257,7 @@ class MlflowSink:
         self._refused = False
         self._offline: BaseException | None = None  # the last network failure, until a success
         self._stalled = False  # a flush ran past the deadline; cleared by the next success
+        self._told = False  # the outage was logged; cleared by the next success
         self._closing = False
         self._give_up = False
         self._final_status = "FINISHED"
@@ -387,7 +393,8 @@ class MlflowSink:
                     f"mlflow sink: {missing} values not stored at {self.tracking_uri} "
                     f"within {self.deadline:g} s ({why})"
                 )
-            if not done or self._offline is not None:
+            if not self._told:
+                self._told = True
                 log.warning(
                     "mlflow sink: %d values wait for %s (%s); they are sent when it answers",
                     missing,
@@ -533,7 +540,7 @@ class MlflowSink:
                 self._stored += len(items)
                 self._settled += len(items)
                 self._offline = None
-                self._stalled = False
+                self._stalled = self._told = False
                 self._cond.notify_all()
                 if closing and not self._items:
                     self._ended = True
