@@ -125,3 +125,28 @@ def test_a_server_that_never_answers_cannot_hold_flush_or_close_past_the_deadlin
     assert [e.step for e in load_run(log_dir).Scalars("loss")] == list(range(250))
     entry = json.loads((log_dir / ".tallyboard-mlflow.json").read_text())[url]
     assert entry["unsent"] == 250 and entry["status"] == "FINISHED" and not entry["ended"]
+
+
+def test_trials_logged_while_the_server_never_answers_do_not_each_wait_the_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``add_hparams`` closes each trial's writer at once (as torch): against a server that
+    never answers, the first close waits the deadline, the next ones only a short grace."""
+    from tallyboard_mlflow.sink import DOWN_GRACE_SECS
+
+    monkeypatch.setenv("TALLYBOARD_MLFLOW_DEADLINE", "3")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        w = SummaryWriter(tmp_path / "sweep" / "run", sinks=["tfevents", f"mlflow+{url}"])
+        started = time.monotonic()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for trial in range(4):
+                w.add_hparams({"lr": 0.1 * trial}, {"acc": 0.5}, run_name=f"t{trial}")
+            w.close()
+        took = time.monotonic() - started
+    assert took < 3 + 4 * DOWN_GRACE_SECS + 2, took
+    counts = [str(c.message) for c in caught if issubclass(c.category, SinkWarning)]
+    assert len(counts) == 5 and all("could not be sent" in m for m in counts[:4]), counts

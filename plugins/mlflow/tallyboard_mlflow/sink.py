@@ -37,6 +37,8 @@ SEND_AT = 1000
 MAX_SEND_SECS = 10.0
 #: Pause in seconds between two tries while MLflow does not answer.
 RETRY_SECS = 5.0
+#: What ``close()`` waits, in seconds, when MLflow is known not to answer (one more try).
+DOWN_GRACE_SECS = 2.0
 _METRICS_PER_BATCH = 1000  # MLflow's most entities in one log_batch
 _PARAMS_PER_BATCH = 100
 #: MLflow error codes that say the request itself is wrong: sending it again cannot help.
@@ -260,10 +262,11 @@ class MlflowSink:
         self._told = False  # the outage was logged; cleared by the next success
         self._closing = False
         self._give_up = False
-        self._final_status = "FINISHED"
+        self._final_status: str | None = "FINISHED"
         self._ended = False
         self._wake = True  # find or create the run at once
         self._params: dict[str, str] = {}
+        self._history: dict[str, set[tuple[int, int]]] = {}
         self._thread = threading.Thread(
             target=self._loop, name=f"tallyboard-mlflow-{run_name}", daemon=True
         )
@@ -300,7 +303,7 @@ class MlflowSink:
             self.run_id = run_id
             fields: dict[str, Any] = {"run_id": run_id, "experiment_id": self.experiment_id}
             if not self.confirm:
-                fields["status"] = "RUNNING"
+                fields.update(status="RUNNING", live=True)
             record.update(self.writer_dir, self.tracking_uri, **fields)
             return run_id
 
@@ -377,7 +380,7 @@ class MlflowSink:
                 lambda: (
                     self._settled >= target
                     or self._error is not None
-                    or (self._offline is not None and not self.confirm)
+                    or (not self.confirm and self._down())
                 ),
                 self.deadline,
             )
@@ -417,7 +420,13 @@ class MlflowSink:
             self._final_status = self._status_at_close(failing)
             self._wake = True
             self._cond.notify_all()
+        if self._down():  # known down (this run or its parent's): one more short try
+            end_by = min(end_by, time.monotonic() + DOWN_GRACE_SECS)
         self._thread.join(max(0.0, end_by - time.monotonic()))
+        if self._thread.is_alive():  # the same server: its other runs need not wait for it
+            self._stalled = True
+            if self.parent is not None:
+                self.parent._stalled = True
         with self._cond:
             self._give_up = True
             self._cond.notify_all()
@@ -467,6 +476,12 @@ class MlflowSink:
         with _open_lock:
             if _open.get(self.key) is self:
                 del _open[self.key]
+
+    def _down(self) -> bool:
+        """MLflow is known not to answer (for this run or its parent's)."""
+        if self._offline is not None or self._stalled:
+            return True
+        return self.parent is not None and self.parent._down()
 
     @property
     def unsent(self) -> int:
@@ -582,6 +597,8 @@ class MlflowSink:
             elif what == "file":
                 files.append((item[1], item[2]))
         assert self.run_id is not None
+        if self.confirm and self._record.get("live"):
+            metrics = [m for m in metrics if (m.step, m.timestamp) not in self._logged(m.key)]
         for start in range(0, len(metrics), _METRICS_PER_BATCH):
             chunk = metrics[start : start + _METRICS_PER_BATCH]
             self._call(errors, self.client.log_batch, self.run_id, metrics=chunk)
@@ -591,6 +608,17 @@ class MlflowSink:
             self._call(errors, self._upload, files)
         if errors:
             raise Refused(errors[0])
+
+    def _logged(self, key: str) -> set[tuple[int, int]]:
+        """(step, timestamp) of every value of metric ``key`` the run holds (fetched once).
+
+        ``tallyboard sync`` skips those: the live sink sent the value as given (float64), the
+        event file holds it as float32, and MLflow would keep both."""
+        seen = self._history.get(key)
+        if seen is None:
+            history = self.client.get_metric_history(self.run_id, key)
+            seen = self._history[key] = {(int(m.step), int(m.timestamp)) for m in history}
+        return seen
 
     def _log_params(self, errors: list[Exception], params: dict[str, str]) -> None:
         from mlflow.entities import Param
