@@ -93,19 +93,26 @@ def test_a_bad_deadline_is_refused_when_the_sink_opens(
             SummaryWriter(tmp_path / "r", sinks=["mlflow+http://127.0.0.1:9"])
 
 
-def test_a_server_that_never_answers_cannot_hold_flush_or_close_past_the_deadline(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("server", ["dead", "silent"])
+def test_a_dead_or_silent_server_cannot_hold_flush_or_close_past_the_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: str
 ) -> None:
-    """A socket that accepts connections and never answers: MLflow's client would wait
-    120 s a request and retry for minutes; flush() and close() return after the deadline,
-    one warning counts what was not sent, and the event file keeps everything."""
+    """``dead``: nothing listens (connection refused; MLflow's client retries for minutes);
+    ``silent``: a socket accepts connections and never answers (MLflow's client waits 120 s a
+    request, then retries). flush() and close() return after the deadline, one warning counts
+    what was not sent, and the event file keeps everything."""
     from conftest import load_run
+    from tb_server import free_port
 
     monkeypatch.setenv("TALLYBOARD_MLFLOW_DEADLINE", "3")
     with socket.socket() as silent:
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(64)
-        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        if server == "silent":
+            silent.bind(("127.0.0.1", 0))
+            silent.listen(64)
+            port = silent.getsockname()[1]
+        else:
+            port = free_port()
+        url = f"http://127.0.0.1:{port}"
         log_dir = tmp_path / "exp" / "run"
         w = SummaryWriter(log_dir, sinks=["tfevents", f"mlflow+{url}"])
         for step in range(250):
