@@ -241,11 +241,16 @@ class MlflowSink:
                 experiment, run_name = _names(writer_dir)
                 experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or experiment
             _open[self.key] = self
+        try:
+            self._tags = _run_tags()  # in the caller: sys.argv, user and git as start_run sees
+        except BaseException:
+            with _open_lock:
+                del _open[self.key]
+            raise
         _install_excepthook()
         self.run_name = run_name
         self._experiment_name = experiment
         self._artifacts = artifacts
-        self._tags = _run_tags()  # in the caller: sys.argv, user and git as start_run sees
         self._record = record.load(self.writer_dir, self.tracking_uri)
         self.send_secs = min(float(options.flush_secs), MAX_SEND_SECS)
         self._run_lock = threading.Lock()
@@ -301,7 +306,9 @@ class MlflowSink:
                 self._params = {str(k): str(v) for k, v in run.data.params.items()}
             _runs[cache] = run_id
             self.run_id = run_id
-            fields: dict[str, Any] = {"run_id": run_id, "experiment_id": self.experiment_id}
+            fields: dict[str, Any] = {"run_id": run_id}
+            if self.experiment_id is not None:
+                fields["experiment_id"] = self.experiment_id
             if not self.confirm:
                 fields.update(status="RUNNING", live=True)
             record.update(self.writer_dir, self.tracking_uri, **fields)
