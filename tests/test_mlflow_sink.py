@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
-import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from conftest import load_run
+from mlflow_support import mlflow_server
 from tallyboard import SummaryWriter
-from tb_server import free_port, stop_process_group
 
 
 def _client(log_dir: Path) -> Any:
@@ -109,7 +105,7 @@ def test_reopened_writer_continues_its_run_and_params_attach_with_own_run(
     client = _client(log_dir)
     runs = _runs(client, "tuning")  # MLFLOW_EXPERIMENT_NAME, else the parent dir's name
     assert list(runs) == ["run1"]
-    assert runs["run1"].data.params == {"lr": "0.01", "layers": "2.0"}
+    assert runs["run1"].data.params == {"lr": "0.01", "layers": "2"}
     assert _history(client, runs["run1"], "loss") == [(0, 3.0), (1, 2.0)]
 
 
@@ -140,8 +136,6 @@ def test_sibling_writers_share_one_sqlite_store_given_by_uri(
 
 
 def test_values_still_queued_at_interpreter_exit_reach_mlflow(tmp_path: Path) -> None:
-    import subprocess
-    import sys
 
     code = (
         "import sys\n"
@@ -193,52 +187,6 @@ def test_two_writers_cannot_share_one_run(tmp_path: Path) -> None:
         SummaryWriter(tmp_path / "r", sinks=["mlflow"])
 
 
-@contextlib.contextmanager
-def mlflow_server(root: Path, timeout: float = 120.0) -> Iterator[str]:
-    """A real ``mlflow server`` on a free loopback port (sqlite store and artifacts in ``root``)."""
-    port = free_port()
-    log = open(root / "server.log", "wb")  # noqa: SIM115 - closed in the finally below
-    cmd = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "server",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        "1",
-        "--backend-store-uri",
-        f"sqlite:///{root / 'server.db'}",
-        "--artifacts-destination",
-        str(root / "artifacts"),
-    ]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(
-                    f"mlflow server exited with {proc.returncode}: "
-                    + (root / "server.log").read_text(errors="replace")[-2000:]
-                )
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=5) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError("mlflow server did not answer /health in time")
-            time.sleep(0.5)
-        yield url
-    finally:
-        stop_process_group(proc, 15)
-        log.close()
-
-
 def test_tracking_server_given_by_url_receives_metrics_params_and_artifacts(
     tmp_path: Path,
 ) -> None:
@@ -258,7 +206,7 @@ def test_tracking_server_given_by_url_receives_metrics_params_and_artifacts(
         assert list(runs) == ["run7"]
         run = runs["run7"]
         assert _history(client, run, "loss") == [(s, float(s)) for s in range(1500)]
-        assert run.data.params == {"batch": "32.0"}
+        assert run.data.params == {"batch": "32"}
         assert run.data.metrics["best"] == 1.0
         out = tmp_path / "download"
         out.mkdir()

@@ -1,4 +1,4 @@
-"""``python -m tallyboard plugins|ls|export|plot|board|convert`` (also the ``tallyboard`` console script)."""
+"""``python -m tallyboard plugins|ls|export|plot|board|convert|sync`` (also the ``tallyboard`` console script)."""
 
 from __future__ import annotations
 
@@ -61,9 +61,14 @@ def _run(argv: list[str] | None) -> int:
     from tallyboard.cli import read as cli_read
 
     cli_read.add_parsers(sub)
+    from tallyboard.cli import sync as cli_sync
+
+    cli_sync.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "plugins":
         return _plugins(args.json)
+    if args.command == "sync":
+        return cli_sync.run(args)
     return cli_read.dispatch(args)
 
 

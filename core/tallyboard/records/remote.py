@@ -14,14 +14,24 @@ Every byte is uploaded once, so the bytes sent grow linearly. Each part holds wh
 sink writes whole records), so readers that take files in name order, as TensorBoard does for
 every file whose name contains ``tfevents``, see one continuous stream. Line-oriented files
 (CSV, JSONL) are read back by concatenating the parts in name order: :func:`read_parts`.
+
+Every call to the store has a deadline (:func:`deadline`, ``TALLYBOARD_REMOTE_DEADLINE``
+seconds, 60 by default) that no retry loop of fsspec, botocore or aiohttp can stretch: the call
+runs on a worker thread and the caller waits at most that long, then gets an ``OSError``. An
+upload past its deadline keeps its bytes; while it may still land, the next ``flush`` waits for
+it (within its own deadline) instead of sending the same part again, so a late upload can never
+be overwritten by an older one.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import threading
 import time
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from tallyboard.records import lifecycle
 
@@ -29,6 +39,66 @@ PART_SEPARATOR = ".part"
 PART_DIGITS = 8
 DEFAULT_PART_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_AGE = 120.0
+#: Environment variable holding the deadline in seconds of one call to the store.
+DEADLINE_ENV = "TALLYBOARD_REMOTE_DEADLINE"
+DEFAULT_DEADLINE = 60.0
+
+T = TypeVar("T")
+
+
+def deadline() -> float:
+    """Seconds one call to remote storage may take (``TALLYBOARD_REMOTE_DEADLINE``, default 60)."""
+    text = os.environ.get(DEADLINE_ENV, "").strip()
+    if not text:
+        return DEFAULT_DEADLINE
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{DEADLINE_ENV}={text!r} must be a positive number of seconds")
+    return value
+
+
+class _Call:
+    """``fn()`` on a daemon thread; :meth:`wait` returns its result or raises its error."""
+
+    def __init__(self, fn: Callable[[], Any], what: str) -> None:
+        self.what = what
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self._fn = fn
+        threading.Thread(target=self._run, name="tallyboard-remote-call", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self.result = self._fn()
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def wait(self, seconds: float) -> Any:
+        """The result; ``OSError`` when not done within ``seconds`` or when the call failed."""
+        if not self.done.wait(seconds):
+            raise OSError(
+                f"{self.what} did not finish within {seconds:g} s "
+                f"({DEADLINE_ENV} sets this deadline)"
+            )
+        if self.error is not None:
+            if isinstance(self.error, OSError):
+                raise self.error
+            raise OSError(
+                f"{self.what} failed: {type(self.error).__name__}: {self.error}"
+            ) from self.error
+        return self.result
+
+
+def bounded(fn: Callable[[], T], what: str, seconds: float | None = None) -> T:
+    """``fn()`` within ``seconds`` (default :func:`deadline`), else ``OSError`` naming ``what``."""
+    result: T = _Call(fn, what).wait(deadline() if seconds is None else seconds)
+    return result
 
 
 def part_name(name: str, index: int) -> str:
@@ -41,7 +111,8 @@ class RemoteAppendFile:
 
     ``write`` only buffers. ``flush`` uploads what was written since the last upload as the
     next part (nothing when nothing is new). A failed upload raises ``OSError`` and keeps the
-    bytes, so the next ``flush`` tries again. ``storage_options`` go to ``fsspec``.
+    bytes, so the next ``flush`` tries again. Every call to the store is bounded by
+    ``deadline`` seconds (default :func:`deadline`). ``storage_options`` go to ``fsspec``.
     """
 
     def __init__(
@@ -50,13 +121,23 @@ class RemoteAppendFile:
         *,
         part_bytes: int = DEFAULT_PART_BYTES,
         max_age: float = DEFAULT_MAX_AGE,
+        deadline: float | None = None,
         **storage_options: Any,
     ) -> None:
         import fsspec
 
+        if deadline is None:
+            deadline = _default_deadline()
+        elif not (isinstance(deadline, (int, float)) and math.isfinite(deadline) and deadline > 0):
+            raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
+        self.deadline = float(deadline)
         fs, root = fsspec.core.url_to_fs(path, **storage_options)
         fs.invalidate_cache()
-        if fs.exists(root) or fs.exists(part_name(root, 1)):
+
+        def taken() -> bool:
+            return bool(fs.exists(root) or fs.exists(part_name(root, 1)))
+
+        if bounded(taken, f"checking whether {path} exists", self.deadline):
             raise FileExistsError(path)
         self.name = path
         self.fs = fs
@@ -69,6 +150,8 @@ class RemoteAppendFile:
         self._buffer_since = 0.0
         self._lock = threading.Lock()
         self._closed = False
+        self._inflight: _Call | None = None  # an upload that ran past its deadline
+        self._inflight_bytes = 0
 
         _ager.watch(self)
 
@@ -95,7 +178,7 @@ class RemoteAppendFile:
         """Cut the file back to ``size`` bytes (only bytes not uploaded yet can go)."""
         with self._lock:
             keep = size - self.bytes_uploaded
-            if keep < 0:
+            if keep < (self._inflight_bytes if self._inflight is not None else 0):
                 raise OSError(
                     f"cannot truncate {self.name} below its {self.bytes_uploaded} uploaded bytes"
                 )
@@ -128,21 +211,40 @@ class RemoteAppendFile:
         return [part_name(self.path, i) for i in range(self.parts)]
 
     def _upload_locked(self) -> None:
+        """Upload the buffer as the next part, within the deadline (lock held)."""
+        started = time.monotonic()
+        self._settle_inflight(self.deadline)
         if not self._buffer:
             return
         data = bytes(self._buffer)
         target = part_name(self.path, self.parts)
-        try:
-            self.fs.pipe_file(target, data)
-        except OSError:
-            raise
-        except Exception as exc:  # botocore, aiohttp ...: report as the I/O error it is
+        fs = self.fs
+        self._inflight = _Call(
+            lambda: fs.pipe_file(target, data), f"upload of {len(data)} bytes to {target}"
+        )
+        self._inflight_bytes = len(data)
+        self._settle_inflight(max(0.0, self.deadline - (time.monotonic() - started)))
+
+    def _settle_inflight(self, seconds: float) -> None:
+        """Wait up to ``seconds`` for the upload in flight; count it once done (lock held).
+
+        ``OSError`` when it failed (its bytes stay buffered, the next flush sends them again)
+        or is still running (nothing is sent meanwhile, so no later part can overtake it)."""
+        call = self._inflight
+        if call is None:
+            return
+        if not call.done.wait(seconds):
             raise OSError(
-                f"upload of {len(data)} bytes to {target} failed: {type(exc).__name__}: {exc}"
-            ) from exc
-        self.parts += 1
-        self.bytes_uploaded += len(data)
-        del self._buffer[: len(data)]
+                f"{call.what} did not finish within {self.deadline:g} s; its bytes are kept "
+                f"and the next flush() goes on ({DEADLINE_ENV} sets this deadline)"
+            )
+        self._inflight = None
+        if call.error is None:
+            self.parts += 1
+            self.bytes_uploaded += self._inflight_bytes
+            del self._buffer[: self._inflight_bytes]
+            return
+        call.wait(0)  # raises its error as OSError
 
 
 class _Ager:
@@ -177,6 +279,7 @@ class _Ager:
         self._thread = None
 
 
+_default_deadline = deadline
 _ager = _Ager()
 lifecycle.on_fork_child(_ager._after_fork)
 

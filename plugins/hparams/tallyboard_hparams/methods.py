@@ -30,6 +30,8 @@ class HParamsSummary:
     metrics: tuple[str, ...] = ()
     domains: Mapping[str, tuple[HParamValue, ...]] = field(default_factory=dict)
     content: bytes = b""
+    #: each hparam as ``str()`` of the value given (``"3"`` for 3), as MLflow logs params.
+    texts: Mapping[str, str] = field(default_factory=dict)
 
 
 def _hparam_value(key: str, value: Any, where: str = "hparam_dict") -> HParamValue | None:
@@ -140,6 +142,7 @@ def add_hparams(
         run_name = name
     step = check_step(global_step)
     values: dict[str, HParamValue] = {}
+    texts: dict[str, str] = {}
     for key, raw in hparam_dict.items():
         if not isinstance(key, str):
             raise TypeError(f"hparam_dict keys must be str, got {type(key).__name__}: {key!r}")
@@ -147,6 +150,7 @@ def add_hparams(
         value = _hparam_value(key, raw)
         if value is not None:
             values[key] = value
+            texts[key] = str(raw) if isinstance(raw, (bool, int, float, str)) else str(value)
     metrics: dict[str, float | None] = {}
     for key, raw in metric_dict.items():
         if not isinstance(key, str) or not key:
@@ -175,7 +179,7 @@ def add_hparams(
         target = writer.child(run_name, arg=run_arg)
     summaries = (
         (EXPERIMENT_TAG, HParamsSummary("experiment", values, tuple(metrics), domains)),
-        (SESSION_START_INFO_TAG, HParamsSummary("session_start_info", values)),
+        (SESSION_START_INFO_TAG, HParamsSummary("session_start_info", values, texts=texts)),
         (SESSION_END_INFO_TAG, HParamsSummary("session_end_info")),
     )
     for tag, summary in summaries:

@@ -1,0 +1,43 @@
+"""``tallyboard sync LOGDIR --to SINK``: send a log dir's runs to another sink, only what is new."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    """Register the ``sync`` subcommand."""
+    p = sub.add_parser(
+        "sync",
+        help="send local runs to another sink (mlflow+http://..., csv+s3://...), only what is new",
+        description=(
+            "Replay every run under LOGDIR into SINK, as wandb sync does: values already sent "
+            "(remembered in LOGDIR/.tallyboard-sync.json) are not sent again, so it can be run "
+            "again after an outage, or from a machine with network, at any time."
+        ),
+    )
+    p.add_argument("logdir", help="local log directory")
+    p.add_argument(
+        "--to", required=True, metavar="SINK", help="a sinks= entry: mlflow+http://host:5000"
+    )
+    p.add_argument("--format", action="append", dest="formats", help="read only this format")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``sync``; exit status 0, or 1 when the target failed (run it again to go on)."""
+    from tallyboard.reading.sync import SyncError, sync
+
+    try:
+        summary = sync(args.logdir, args.to, formats=args.formats)
+    except SyncError as exc:
+        print(f"tallyboard sync: {exc}", file=sys.stderr)
+        return 1
+    except (TypeError, ValueError) as exc:
+        print(f"tallyboard sync: {exc}", file=sys.stderr)
+        return 2
+    print(summary.line())
+    if summary.not_sent:
+        print(summary.not_sent_line(), file=sys.stderr)
+    return 0

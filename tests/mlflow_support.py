@@ -1,0 +1,88 @@
+"""A real ``mlflow server`` on 127.0.0.1 for the tests, startable again on the same port and store."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tb_server import free_port, stop_process_group
+
+
+class MlflowServer:
+    """``mlflow server`` with its sqlite store and artifacts in ``root``; ``kill()`` ends it at once."""
+
+    def __init__(self, root: Path, port: int | None = None) -> None:
+        self.root = root
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[Any] | None = None
+
+    def start(self, timeout: float = 180.0) -> str:
+        cmd = [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--workers",
+            "1",
+            "--backend-store-uri",
+            f"sqlite:///{self.root / 'server.db'}",
+            "--artifacts-destination",
+            str(self.root / "artifacts"),
+        ]
+        with open(self.root / "server.log", "ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"mlflow server exited with {self.proc.returncode}: "
+                    + (self.root / "server.log").read_text(errors="replace")[-2000:]
+                )
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=5) as resp:
+                    if resp.status == 200:
+                        return self.url
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError("mlflow server did not answer /health in time")
+            time.sleep(0.5)
+
+    def kill(self) -> None:
+        """SIGKILL the server's process group: connections are refused from now on."""
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_process_group(self.proc, 15)
+            self.proc = None
+
+
+@contextlib.contextmanager
+def mlflow_server(root: Path, port: int | None = None) -> Iterator[str]:
+    """A running server for the ``with`` block; its URL."""
+    server = MlflowServer(root, port)
+    try:
+        yield server.start()
+    finally:
+        server.stop()

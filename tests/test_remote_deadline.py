@@ -1,0 +1,128 @@
+"""Remote storage with a deadline: a store that stops answering (moto's S3 behind a proxy that
+holds every byte while paused) cannot hold flush() past it, and nothing is lost or reordered."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tallyboard.records.remote import RemoteAppendFile, read_parts
+
+
+class PausableProxy:
+    """A TCP forwarder on 127.0.0.1; while paused it holds what it receives (a stalled network)."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.running = threading.Event()
+        self.running.set()
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self._open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.upstream)
+            self._open += [client, upstream]
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                self.running.wait()
+                dst.sendall(data)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.running.set()
+        self._server.close()
+        for s in self._open:
+            s.close()
+
+
+@pytest.fixture
+def stalling_s3(
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[dict[str, Any], PausableProxy]]:
+    import s3fs
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(var, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    proxy = PausableProxy(server.get_host_and_port())
+    options = {
+        "endpoint_url": f"http://127.0.0.1:{proxy.port}",
+        "key": "testing",
+        "secret": "testing",
+        "skip_instance_cache": True,
+    }
+    s3fs.S3FileSystem(**options).makedirs("deadline-test", exist_ok=True)
+    try:
+        yield options, proxy
+    finally:
+        proxy.close()
+        server.stop()
+
+
+def test_a_stalled_store_cannot_hold_flush_past_the_deadline_and_loses_nothing(
+    stalling_s3: tuple[dict[str, Any], PausableProxy],
+) -> None:
+    options, proxy = stalling_s3
+    url = "s3://deadline-test/events.bin"
+    f = RemoteAppendFile(url, deadline=2, **options)
+    f.write(b"a" * 100)
+    f.flush()
+    proxy.running.clear()  # the network stalls: s3fs would wait 60 s a try, and retry
+    f.write(b"b" * 100)
+    started = time.monotonic()
+    with pytest.raises(OSError, match="did not finish within 2 s"):
+        f.flush()
+    assert time.monotonic() - started < 3.5
+    f.write(b"c" * 100)
+    started = time.monotonic()
+    with pytest.raises(OSError, match="did not finish within 2 s"):
+        f.flush()  # the first upload may still land: nothing is sent past it
+    assert time.monotonic() - started < 3.5
+    with pytest.raises(OSError, match="below its"):
+        f.truncate(150)  # bytes in flight cannot be cut back
+    proxy.running.set()
+    f.flush()
+    f.close()
+    assert f.parts == 3
+    assert read_parts(url, **options) == b"a" * 100 + b"b" * 100 + b"c" * 100
+
+
+def test_a_stalled_store_cannot_hold_opening_a_file_past_the_deadline(
+    stalling_s3: tuple[dict[str, Any], PausableProxy],
+) -> None:
+    options, proxy = stalling_s3
+    proxy.running.clear()
+    started = time.monotonic()
+    with pytest.raises(OSError, match="checking whether .* exists did not finish within 1 s"):
+        RemoteAppendFile("s3://deadline-test/other.bin", deadline=1, **options)
+    assert time.monotonic() - started < 2.5
+
+
+def test_a_bad_deadline_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    for bad in (0, -1, float("inf"), "5"):
+        with pytest.raises(ValueError, match="deadline must be a positive number"):
+            RemoteAppendFile("memory://deadline-test/x.bin", deadline=bad)  # type: ignore[arg-type]
+    monkeypatch.setenv("TALLYBOARD_REMOTE_DEADLINE", "never")
+    with pytest.raises(ValueError, match="TALLYBOARD_REMOTE_DEADLINE='never' must be a positive"):
+        RemoteAppendFile("memory://deadline-test/y.bin")
