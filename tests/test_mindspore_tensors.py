@@ -178,3 +178,31 @@ def test_tallyboard_does_not_import_mindspore() -> None:
         "assert 'mindspore' not in sys.modules, sorted(m for m in sys.modules if 'mindspore' in m)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+class FastTensor(Tensor):
+    """MindSpore 2.10's Tensor also has the C members its ``dtype`` and ``item()`` wrap."""
+
+    fast_calls = 0
+
+    @property
+    def _dtype(self) -> DType:
+        FastTensor.fast_calls += 1
+        return DTYPES[self._name]
+
+    def _item(self) -> object:
+        FastTensor.fast_calls += 1
+        return Tensor.item(self)
+
+    def item(self) -> object:
+        raise AssertionError("the wrapper is not needed")
+
+
+FastTensor.__module__ = "mindspore.common.tensor"
+
+
+def test_the_members_the_public_wrappers_call_are_used_where_they_exist() -> None:
+    assert mindspore_values.scalar(FastTensor(np.float32(0.5))) == 0.5
+    assert FastTensor.fast_calls == 2
+    assert mindspore_values.scalar(FastTensor(np.float32(0.5), "BFloat16")) is None
+    assert mindspore_values.scalar(Tensor(np.float64(0.25))) == 0.25  # public ones elsewhere
