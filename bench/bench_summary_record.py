@@ -124,6 +124,7 @@ def conversions(tensor_type: Any, n: int = 2000) -> None:
         "np.frombuffer(t.get_bytes())": lambda t: np.frombuffer(t.get_bytes(), np.float32),
         "DLPack: t.to_dlpack()": lambda t: t.to_dlpack(),
         "t.item()": lambda t: t.item(),
+        "t._item() (what item() calls)": lambda t: t._item(),
         "tallyboard": None,
     }
     print(f"\n## Tensor -> NumPy or number, us per fresh Tensor (median of 3 runs of {n})")
@@ -135,7 +136,7 @@ def conversions(tensor_type: Any, n: int = 2000) -> None:
                 fn_here: Callable[[Any], Any] = (
                     mindspore_values.scalar if value.ndim == 0 else mindspore_values.to_numpy
                 )
-            elif way == "t.item()" and value.ndim:
+            elif "item()" in way and value.ndim:
                 cells.append(f"{'-':>18}")
                 continue
             else:
