@@ -103,7 +103,54 @@ def main(argv: list[str] | None = None) -> int:
         )
     if mindspore is not None:
         conversions(Tensor)
+        png_sizes(MsRecord, Tensor)
     return 0 if ok else 1
+
+
+def png_sizes(ms_record: Any, tensor_type: Any) -> None:
+    """PNG bytes of one image step, MindSpore's and tallyboard's, and whether the pixels match."""
+    import io
+    import os
+
+    from PIL import Image
+    from tallyboard import SummaryRecord
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    import mindspore_reader
+
+    y, x = np.mgrid[0:64, 0:64] / 63.0
+    gradient = np.stack([x, y, (x + y) / 2])[None].astype(np.float32)
+    images = {
+        "1x3x64x64 gradient": gradient,
+        "1x3x64x64 radial": np.stack([np.hypot(x - 0.5, y - 0.5)] * 3)[None].astype(np.float32),
+        "1x3x64x64 waves": np.stack([np.sin(6 * x) / 2 + 0.5, np.cos(5 * y) / 2 + 0.5, x * y])[
+            None
+        ].astype(np.float32),
+        "8x3x64x64 gradients": np.repeat(gradient, 8, 0),
+        "1x3x64x64 noise": np.random.default_rng(0).random((1, 3, 64, 64), dtype=np.float32),
+    }
+
+    def png(factory: Any, value: Any) -> bytes:
+        with tempfile.TemporaryDirectory() as d:
+            with factory(d) as record:
+                record.add_value("image", "img", value)
+                record.record(1)
+            (path,) = [os.path.join(d, n) for n in os.listdir(d) if n.endswith("_MS")]
+            for event in mindspore_reader.read_events(path):
+                if event.HasField("summary"):
+                    return bytes(event.summary.value[0].image.encoded_image)
+        raise AssertionError("no image written")
+
+    print("\n## PNG bytes of one image step")
+    for name, value in images.items():
+        ours, theirs = png(SummaryRecord, value), png(ms_record, tensor_type(value))
+        same = np.array_equal(
+            np.asarray(Image.open(io.BytesIO(ours))), np.asarray(Image.open(io.BytesIO(theirs)))
+        )
+        print(
+            f"{name:22} MindSpore {len(theirs):6,} B  tallyboard {len(ours):6,} B "
+            f"({len(ours) / len(theirs):.2f}x)  pixels identical: {same}"
+        )
 
 
 def conversions(tensor_type: Any, n: int = 2000) -> None:
