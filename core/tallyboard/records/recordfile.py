@@ -41,8 +41,8 @@ from tallyboard.records.framing import crc32c as _crc32c
 from tallyboard.records.storage import AppendFile
 
 DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024
-# What one queued row counts for in pending bytes. A row of a few numbers takes about 170
-# bytes; counting 1 KiB keeps queued rows within about 11 MiB at the default limit.
+# What one queued row counts for in pending bytes. A row queued as its five fields takes about
+# 120 bytes; counting 1 KiB keeps queued rows within about 8 MiB at the default limit.
 ROW_BYTES = 1024
 _BATCH = 8192  # records per write at most (rows: ROWS_PER_BATCH)
 #: Rows the writer thread lets gather (sleeping, the GIL released) before it frames them, and for

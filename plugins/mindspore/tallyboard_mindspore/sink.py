@@ -342,14 +342,15 @@ class MindSporeSink:
                 if type(payload) is np.ndarray
                 else int(getattr(payload, "nbytes", 0))
             )
-            record = Deferred(_value_record, (encode, tag, step, wall_time, payload), size)
+            deferred = Deferred(_value_record, (encode, tag, step, wall_time, payload), size)
             summary = self.summary
             if (
                 summary.write_rows is None
                 or not summary.rows_checked <= wall_time < summary.rows_check_due
             ):
-                summary.write_deferred(record, size, wall_time)  # open the file, check the disk
+                summary.write_deferred(deferred, size, wall_time)  # open the file, check the disk
                 return
+            record: bytes | Deferred = deferred
             file = summary.file
             assert file is not None
             if file.deferred_pending >= ENCODE_HERE_WHEN_BEHIND:
