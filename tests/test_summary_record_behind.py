@@ -10,7 +10,6 @@ import mindspore_reader as msr
 import numpy as np
 from tallyboard import SummaryRecord
 from tallyboard.records import recordfile, storage
-from tallyboard_mindspore import sink as ms_sink
 
 
 def run(logdir: Path) -> list[tuple[int, str, str, object]]:
@@ -34,8 +33,8 @@ def test_values_encoded_in_the_caller_keep_their_place(tmp_path, monkeypatch) ->
     real_write = recordfile.RecordFile.write
 
     def write(self, record, size=None):
-        if type(record) is bytes and len(record) > 1000:
-            encoded_here.append(self.deferred_pending)
+        if type(record) is bytes and len(record) > 300:  # an image or histogram, encoded
+            encoded_here.append(len(record))
         return real_write(self, record, size)
 
     class SlowFile(storage.LocalAppendFile):
@@ -46,6 +45,6 @@ def test_values_encoded_in_the_caller_keep_their_place(tmp_path, monkeypatch) ->
     monkeypatch.setattr(storage, "LocalAppendFile", SlowFile)
     monkeypatch.setattr(recordfile.RecordFile, "write", write)
     got = run(tmp_path / "caller")
-    assert encoded_here and min(encoded_here) >= ms_sink.ENCODE_HERE_WHEN_BEHIND
+    assert len(encoded_here) >= 40  # most of the 60, in the caller (the first few: the thread)
     assert len(got) == 90
     assert repr(got) == repr(expected)

@@ -313,10 +313,11 @@ class RecordFile:
 
     def _run(self) -> None:
         wake = self._wake
+        more = False  # records came while the last batch was written: no sleep before the next
         while True:
             self._idle = True
             try:
-                token = wake.get(timeout=self._flush_secs)
+                token = wake.get_nowait() if more else wake.get(timeout=self._flush_secs)
             except Empty:
                 token = None
             self._idle = False
@@ -329,6 +330,7 @@ class RecordFile:
                     return
                 # what is pending now, not what the caller adds meanwhile: that gathers anew
                 self._drain_locked(len(self._pending))
+            more = bool(self._pending)
 
     def _gather(self) -> bool:
         """Before framing rows, let them gather into a large batch: wait (the GIL released) for
