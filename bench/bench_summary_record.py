@@ -172,6 +172,7 @@ def conversions(tensor_type: Any, n: int = 2000) -> None:
         "DLPack: t.to_dlpack()": lambda t: t.to_dlpack(),
         "t.item()": lambda t: t.item(),
         "t._item() (what item() calls)": lambda t: t._item(),
+        "t._dtype, t._item() (safe floor)": lambda t: (t._dtype, t._item()),
         "tallyboard": None,
     }
     print(f"\n## Tensor -> NumPy or number, us per fresh Tensor (median of 3 runs of {n})")
