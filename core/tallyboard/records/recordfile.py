@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import struct
 import threading
+import time
 import weakref
 from bisect import bisect_right
 from collections import deque
@@ -55,6 +56,7 @@ ROWS_PER_BATCH = 32768
 #: Fields of a row: ``(key, tag, step, wall_time, payload)``.
 ROW_FIELDS = 5
 GATHER_SECS = 0.05
+_GATHER_LOOK = 0.005
 # Records are joined into one write until they reach this many bytes; a record this large is
 # written by itself. The joined copy is the only memory the pending-bytes limit does not count,
 # so it must stay small: joining a whole batch of large records (stored PNGs) doubled the peak.
@@ -333,22 +335,28 @@ class RecordFile:
             more = bool(self._pending)
 
     def _gather(self) -> bool:
-        """Before framing rows, let them gather into a large batch: wait (the GIL released) for
-        up to :data:`GATHER_SECS` (or ``flush_secs``) while nothing but small records is pending,
-        fewer than :data:`ROWS_PER_BATCH`. One wait, not a poll: every time this thread takes the
-        GIL the caller may wait for it. A caller short of room, ``flush()`` and ``close()`` wake
-        it early (the latter two write what is pending themselves). False when told to stop."""
-        if (
-            len(self._pending) >= ROWS_PER_BATCH * ROW_FIELDS
-            or self._deferred
-            or type(self._pending[0] if self._pending else None) is not int
-        ):
-            return True
-        try:
-            token = self._wake.get(timeout=min(GATHER_SECS, self._flush_secs))
-        except Empty:
-            return True
-        return token is not _STOP
+        """Before framing rows, let them gather into a large batch: wait (the GIL released)
+        while nothing but rows is pending, fewer than :data:`ROWS_PER_BATCH` (and than a quarter
+        of the pending-bytes limit, so the caller never waits for room meanwhile), for up to
+        :data:`GATHER_SECS` (or ``flush_secs``), looking every 5 ms (the interpreter's switch
+        interval: sooner would not get the GIL sooner). A caller short of room wakes it early;
+        ``flush()`` and ``close()`` write what is pending themselves. False when told to stop."""
+        pending = self._pending
+        target = min(ROWS_PER_BATCH, self._max_pending_bytes // (4 * ROW_BYTES)) * ROW_FIELDS
+        clock = time.monotonic
+        deadline = clock() + min(GATHER_SECS, self._flush_secs)
+        while pending and type(pending[0]) is int and len(pending) < target:
+            if self._deferred:
+                return True
+            left = deadline - clock()
+            if left <= 0:
+                return True
+            try:
+                token = self._wake.get(timeout=min(left, _GATHER_LOOK))
+            except Empty:
+                continue
+            return token is not _STOP
+        return True
 
     def _drain_locked(self, limit: int | None = None) -> None:
         """Write what is pending, in order: everything, or about ``limit`` queue entries.
