@@ -46,12 +46,11 @@ DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024
 # 120 bytes; counting 1 KiB keeps queued rows within about 8 MiB at the default limit.
 ROW_BYTES = 1024
 _BATCH = 8192  # records per write at most (rows: ROWS_PER_BATCH)
-#: Rows the writer thread lets gather (sleeping, the GIL released) before it frames them, and for
-#: how long at most. Framing a batch holds the GIL in a dozen short stretches between NumPy calls,
-#: and each stretch that finds the caller running makes it wait; the number of stretches is about
-#: the same for 500 rows as for 30,000. Woken every 5 ms by the interpreter's switch interval, the
-#: thread framed about 5,000 rows a batch, and 1,000,000 add_scalar calls waited over 20 us about
-#: 1,300 times (p99.9 33 us); batches of up to 32,768 rows wait a sixth as often.
+#: Rows the writer thread lets gather (waiting, the GIL released) before it frames them, and for
+#: how long at most. Each time the thread takes the GIL a running caller may wait for it, and a
+#: batch is framed in about the same number of GIL stretches whatever its size: fewer, larger
+#: batches make fewer waits. (At most a quarter of the pending-bytes limit: 16,384 rows at the
+#: default 64 MiB.)
 ROWS_PER_BATCH = 32768
 #: Fields of a row: ``(key, tag, step, wall_time, payload)``.
 ROW_FIELDS = 5
