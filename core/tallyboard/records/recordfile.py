@@ -2,12 +2,13 @@
 
 The caller frames each record (C CRC) and appends it to a deque: one bytes object per record,
 nothing else kept. Small records of one layout (scalars) can instead be queued as rows of
-validated values (:meth:`RecordFile.write_row`): the writer thread frames thousands of them in
-one call of their batch encoder (NumPy columns, :func:`tallyboard.records.framing.frame_fixed`), which
-costs less in total than framing each in the caller. Every ``max_queue`` records the writer
-thread, if asleep, is woken to write everything pending, in the order it was queued, one
-``write`` per up to 8,192 records; it also writes anything pending ``flush_secs`` after it last
-wrote, so nothing waits longer than that.
+validated values (:meth:`RecordFile.write_row`), queued as their fields (no tuple for the
+garbage collector to track): the writer thread frames thousands of them in one call of their
+batch encoder (NumPy columns, :func:`tallyboard.records.framing.frame_fixed`), which costs less in
+total than framing each in the caller. Every ``max_queue`` records the writer thread, if asleep,
+is woken; while only rows wait it lets them gather for up to 50 ms, then writes everything pending,
+in the order it was queued, one ``write`` per up to 8,192 records (rows: a batch of up to 32,768);
+it also writes anything pending ``flush_secs`` after it last wrote, so nothing waits longer.
 Guarantees:
 
 - ``flush()`` returns once every record accepted before it is in the file.
