@@ -1,32 +1,39 @@
 """tallyboard vs torch.utils.tensorboard, one process: add_embedding (1000x64 + labels) and add_graph (small CNN).
 
-Run ``python bench/bench_graph_embedding.py``; prints the median per call and the torch/tallyboard ratio.
+Run ``python bench/bench_graph_embedding.py``; prints the whole cost first (per call end to end incl.
+``close()``, then caller mean, median, p99, p99.9) and the torch/tallyboard ratio of end-to-end times.
 Targets: add_embedding at least 5x faster than torch, add_graph no slower.
 """
 
 from __future__ import annotations
 
-import statistics
 import tempfile
-import time
 import warnings
 from collections.abc import Callable
 from typing import Any
 
+from common import COST_HEADER, Cost, median_cost, timed_loop
+
 
 def _paired(
-    torch_fn: Callable[[int], Any], pb_fn: Callable[[int], Any], repeat: int
-) -> tuple[float, float]:
-    """Median seconds per call of each, calls interleaved so both see the same machine load."""
-    torch_fn(-1)  # warm up: imports, first-use registries
-    pb_fn(-1)
-    times: tuple[list[float], list[float]] = ([], [])
-    for i in range(repeat):
-        for fn, out in ((torch_fn, times[0]), (pb_fn, times[1])):
-            start = time.perf_counter()
-            fn(i)
-            out.append(time.perf_counter() - start)
-    return statistics.median(times[0]), statistics.median(times[1])
+    make: dict[str, Callable[[str], Any]],
+    call: Callable[[Any, int], Any],
+    repeat: int,
+    rounds: int = 3,
+) -> dict[str, Cost]:
+    """The whole cost of ``repeat`` calls on a fresh writer of each library (end to end incl.
+    ``close()``, and each call's own time), the libraries taking turns in each round so both see
+    the same machine load; the round of median end-to-end time for each."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, factory in make.items():  # warm up: imports, first-use registries
+            timed_loop(lambda f=factory, n=name: f(f"{tmp}/warm-{n}"), call, 1)
+        costs: dict[str, list[Cost]] = {name: [] for name in make}
+        for r in range(rounds):
+            for name, factory in make.items():
+                costs[name].append(
+                    timed_loop(lambda f=factory, d=f"{tmp}/{name}-{r}": f(d), call, repeat)
+                )
+    return {name: median_cost(c) for name, c in costs.items()}
 
 
 def _cnn() -> Any:
@@ -55,31 +62,32 @@ def _cnn() -> Any:
 
 
 def main(repeat: int = 15) -> dict[str, tuple[float, float]]:
-    """Run both benchmarks; returns ``{name: (torch seconds, tallyboard seconds)}`` and prints them."""
+    """Run both benchmarks; returns ``{name: (torch seconds, tallyboard seconds)}`` per call end
+    to end (incl. ``close()``) and prints the whole cost of each."""
     import torch
     from tallyboard import SummaryWriter
     from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
     warnings.simplefilter("ignore")
+    make = {"torch": TorchWriter, "tallyboard": SummaryWriter}
+    mat = torch.randn(1000, 64)
+    labels = [f"label{i % 10}" for i in range(1000)]
+    model, x = _cnn(), torch.zeros(1, 3, 32, 32)
+    cases = {
+        "add_embedding 1000x64 + metadata": lambda w, i: w.add_embedding(
+            mat, metadata=labels, global_step=i + 1
+        ),
+        "add_graph small CNN": lambda w, i: w.add_graph(model, x),
+    }
     results: dict[str, tuple[float, float]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        mat = torch.randn(1000, 64)
-        labels = [f"label{i % 10}" for i in range(1000)]
-        tw, pw = TorchWriter(f"{tmp}/torch"), SummaryWriter(f"{tmp}/pb")
-        results["add_embedding 1000x64 + metadata"] = _paired(
-            lambda i: tw.add_embedding(mat, metadata=labels, global_step=i + 1),
-            lambda i: pw.add_embedding(mat, metadata=labels, global_step=i + 1),
-            repeat,
-        )
-        model, x = _cnn(), torch.zeros(1, 3, 32, 32)
-        results["add_graph small CNN"] = _paired(
-            lambda i: tw.add_graph(model, x), lambda i: pw.add_graph(model, x), repeat
-        )
-        tw.close()
-        pw.close()
-    print(f"{'call':36} {'torch ms':>10} {'tallyboard ms':>13} {'speed-up':>9}")
-    for name, (t, p) in results.items():
-        print(f"{name:36} {t * 1e3:10.2f} {p * 1e3:13.2f} {t / p:8.2f}x")
+    print(f"{'call':44} {COST_HEADER}")
+    for name, call in cases.items():
+        costs = _paired(make, call, repeat)
+        for library, cost in costs.items():
+            print(f"{name + ' ' + library:44} {cost.line()}")
+        t, p = costs["torch"].end_to_end, costs["tallyboard"].end_to_end
+        print(f"{'':44} end to end: {t / p:.2f}x torch", flush=True)
+        results[name] = (t, p)
     return results
 
 

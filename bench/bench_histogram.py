@@ -1,7 +1,8 @@
 """add_histogram side by side: tallyboard, torch.utils.tensorboard and tensorboardX, in one process.
 
-End to end per call = (n calls + ``close()``) / n with the default ``'tensorflow'`` bins, so any
-work left to a writer thread counts. Writers take turns within each repeat so machine noise hits
+The whole cost first: end to end per call = (n calls + ``close()``) / n with the default
+``'tensorflow'`` bins, so any work left to a writer thread counts; ratios are of end-to-end times.
+Then each writer's caller time per call: mean, median, p99, p99.9. Writers take turns within each repeat so machine noise hits
 them alike; medians over the repeats are printed with reference/tallyboard ratios.
 Targets (issue 3): 1,000 values >= 20x faster than torch; 1,000,000 values >= 3x.
 
@@ -14,26 +15,26 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from common import writer_factories
+from common import COST_HEADER, Cost, median_cost, timed_loop, writer_factories
 
 TARGETS = {1_000: 20.0, 1_000_000: 3.0}
 
 
-def end_to_end(factory: Callable[[str], Any], values: np.ndarray, n: int) -> float:
-    """Seconds per ``add_histogram`` call, including the writer's ``close()``."""
+def end_to_end(factory: Callable[[str], Any], values: np.ndarray, n: int) -> Cost:
+    """The cost of ``n`` ``add_histogram`` calls, end to end including the writer's ``close()``,
+    and each call's own time (caller mean, median, p99, p99.9)."""
     with tempfile.TemporaryDirectory() as d:
-        writer = factory(d)
-        writer.add_histogram("warm", values[:10], 0)  # builds tables / imports outside the timing
-        t0 = time.perf_counter()
-        for step in range(n):
-            writer.add_histogram("h", values, step)
-        writer.close()
-        return (time.perf_counter() - t0) / n
+
+        def make() -> Any:
+            writer = factory(d)
+            writer.add_histogram("warm", values[:10], 0)  # tables / imports outside the timing
+            return writer
+
+        return timed_loop(make, lambda w, step: w.add_histogram("h", values, step), n)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,11 +60,13 @@ def main(argv: list[str] | None = None) -> int:
         + "   torch/tallyboard  X/tallyboard  target"
     )
     for size, (values, n) in cases.items():
-        times: dict[str, list[float]] = {name: [] for name in factories}
+        costs: dict[str, list[Cost]] = {name: [] for name in factories}
         for _ in range(repeats):
             for name, factory in factories.items():
-                times[name].append(end_to_end(factory, values, n))
-        med = {name: statistics.median(ts) * 1e3 for name, ts in times.items()}
+                costs[name].append(end_to_end(factory, values, n))
+        med = {
+            name: statistics.median(c.end_to_end for c in cs) * 1e3 for name, cs in costs.items()
+        }
         ratio = med["torch"] / med["tallyboard"]
         x_ratio = (
             f"{med['tensorboardX'] / med['tallyboard']:10.1f}x"
@@ -76,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             + " ".join(f"{med[name]:13.4f}" for name in factories)
             + f"   {ratio:14.1f}x {x_ratio}  >= {TARGETS[size]:.0f}x {verdict}"
         )
+        for name, cs in costs.items():  # the run of median end-to-end time, per call
+            print(f"{'':>10} {name:>13}  {COST_HEADER}\n{'':>25}  {median_cost(cs).line()}")
     return 0
 
 

@@ -1,6 +1,8 @@
 """add_image side by side: tallyboard, torch.utils.tensorboard and tensorboardX, in one process.
 
-End to end per call = (n calls + ``close()``) / n, so work deferred to the writer thread counts.
+The whole cost first: end to end per call = (n calls + ``close()``) / n, so work deferred to the
+writer thread counts (ratios are of these); then each writer's caller time per call: mean, median,
+p99, p99.9.
 Writers take turns within each repeat so that machine noise hits all of them alike; medians over
 the repeats are printed with torch/tallyboard ratios. A second part logs images from a caller
 that releases the GIL between calls (``time.sleep`` standing in for GPU work) and shows how long
@@ -19,22 +21,34 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from common import writer_factories
+from common import COST_HEADER, Cost, median_cost, timed_loop, writer_factories
 
 TARGETS = {"3x64x64 float32": 8.0, "3x512x512 uint8": 2.0}
 
 
 def end_to_end(factory: Callable[[str], Any], img: np.ndarray, n: int) -> tuple[float, float]:
     """(seconds per call including close, seconds spent in close) for ``n`` add_image calls."""
+    cost, close = end_to_end_cost(factory, img, n)
+    return cost.end_to_end, close
+
+
+def end_to_end_cost(factory: Callable[[str], Any], img: np.ndarray, n: int) -> tuple[Cost, float]:
+    """The whole cost of ``n`` add_image calls (end to end incl. close, each call's own time)
+    and the seconds spent in ``close()``."""
     with tempfile.TemporaryDirectory() as d:
-        writer = factory(d)
-        t0 = time.perf_counter()
-        for step in range(n):
-            writer.add_image("img", img, step)
-        t1 = time.perf_counter()
-        writer.close()
-        t2 = time.perf_counter()
-    return (t2 - t0) / n, t2 - t1
+        closing: list[float] = []
+
+        class Timed:
+            def __init__(self) -> None:
+                self.writer = factory(d)
+
+            def close(self) -> None:
+                t = time.perf_counter()
+                self.writer.close()
+                closing.append(time.perf_counter() - t)
+
+        cost = timed_loop(Timed, lambda t, step: t.writer.add_image("img", img, step), n)
+    return cost, closing[0]
 
 
 def gil_releasing_caller(
@@ -83,10 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     for name, (img, n) in cases.items():
         per_call: dict[str, list[float]] = {w: [] for w in factories}
         closes: dict[str, list[float]] = {w: [] for w in factories}
+        costs: dict[str, list[Cost]] = {w: [] for w in factories}
         for _ in range(repeats):
             for writer_name, factory in factories.items():
-                call, close = end_to_end(factory, img, n)
-                per_call[writer_name].append(call)
+                cost, close = end_to_end_cost(factory, img, n)
+                costs[writer_name].append(cost)
+                per_call[writer_name].append(cost.end_to_end)
                 closes[writer_name].append(close)
         ours = statistics.median(per_call["tallyboard"])
         print(f"  {name} ({n} calls)")
@@ -96,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
             close_ms = statistics.median(closes[writer_name]) * 1e3
             print(
                 f"    {writer_name:<13} {med * 1e3:9.3f} ms  close {close_ms:8.1f} ms  x{ratio:6.2f} vs tallyboard"
+            )
+            print(
+                f"    {'':13} {COST_HEADER}\n    {'':13} {median_cost(costs[writer_name]).line()}"
             )
         speedup = statistics.median(per_call["torch"]) / ours
         if name not in TARGETS:

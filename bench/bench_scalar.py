@@ -22,7 +22,7 @@ import sys
 import time
 import warnings
 
-from common import fresh_dir, median_of, print_table, timed_per_call
+from common import COST_HEADER, fresh_dir, median_of, print_table, timed_loop, timed_per_call
 from floor_writer import FloorWriter
 
 N = 20_000
@@ -183,26 +183,19 @@ def peak_rss() -> None:
         )
 
 
-def long_latencies(n: int = 1_000_000) -> None:
-    """The caller's latency over a long run: percentiles of every call, tallyboard and floor."""
+def long_latencies(n: int = 1_000_000, runs: int = 3) -> None:
+    """The whole cost over a long run, every call timed: end to end incl. close, then the
+    caller's mean, median, p99, p99.9 (and max), tallyboard and the floor interleaved."""
     from tallyboard import SummaryWriter
 
-    print(f"\n## caller latency over {n:,} add_scalar calls (every call timed)")
-    for label, cls in (("tallyboard", SummaryWriter), ("floor", FloorWriter)):
-        w = cls(fresh_dir("lat-long"))
-        add, clock = w.add_scalar, time.perf_counter_ns
-        samples = [0] * n
-        for i in range(n):
-            t0 = clock()
-            add("loss", 0.5, i)
-            samples[i] = clock() - t0
-        w.close()
-        samples.sort()
-        p50, p99, p999 = (samples[int(n * q)] / 1000 for q in (0.5, 0.99, 0.999))
-        print(
-            f"{label}: p50 {p50:.2f}us, p99 {p99:.2f}us, p99.9 {p999:.2f}us, "
-            f"max {samples[-1] / 1000:,.0f}us"
-        )
+    print(f"\n## add_scalar, {n:,} calls, {runs} runs interleaved (every call timed)")
+    print(f"{'':28} {COST_HEADER}")
+    for run in range(runs):
+        for label, cls in (("tallyboard", SummaryWriter), ("floor", FloorWriter)):
+            cost = timed_loop(
+                lambda c=cls: c(fresh_dir("lat-long")), lambda w, i: w.add_scalar("loss", 0.5, i), n
+            )
+            print(f"{label + f' (run {run + 1})':28} {cost.line()}", flush=True)
 
 
 def latencies(cls: type, n: int = N) -> tuple[float, float]:

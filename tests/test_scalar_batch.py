@@ -130,7 +130,7 @@ def test_a_failing_batch_encode_is_raised_once_and_later_records_are_kept(tmp_pa
     path = tmp_path / "f"
     rf = RecordFile(LocalAppendFile(str(path)), max_queue=1000, flush_secs=3600)
     rf.write(b"before")
-    rf.write_row((row_key(broken), "x"))
+    rf.write_row((row_key(broken), "x", 0, 0.0, 0.5))
     with pytest.raises(RuntimeError, match="cannot encode"):
         rf.flush()
     rf.write(b"after")

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from tallyboard.faces import mindspore_values
 from tallyboard.values import check_utf8, to_array
 
 __all__ = ["ScalarSummary", "ImageSummary", "TensorSummary", "HistogramSummary", "to_numpy"]
@@ -36,8 +37,8 @@ def to_numpy(plugin: str, value: Any, owner: str = "SummaryRecord") -> np.ndarra
     """
     if type(value) is np.ndarray:
         array = value.copy()
-    elif type(value).__module__.startswith("mindspore") and hasattr(value, "asnumpy"):
-        array = np.array(value.asnumpy(), copy=True)
+    elif mindspore_values.is_tensor(value):
+        array = mindspore_values.to_numpy(value)
     else:
         try:
             if isinstance(value, (dict, set, frozenset)):

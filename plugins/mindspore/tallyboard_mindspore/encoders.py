@@ -112,10 +112,45 @@ def histogram_proto(array: np.ndarray) -> bytes:
     if not first < last:
         first -= 0.5
         last += 0.5
-    edges = np.linspace(first, last, histogram_bins(valid) + 1, dtype=array.dtype)
-    counts, edges = np.histogram(array, bins=edges)
+    edges = _linspace(first, last, histogram_bins(valid) + 1, array.dtype)
+    counts = _bucket_counts(array, edges)
     buckets = wire.histogram_buckets(edges[:-1], edges[1:] - edges[:-1], counts)
     return wire.histogram_proto(buckets, nan, pos_inf, neg_inf, (vmax, vmin, vsum), total)
+
+
+_aranges: dict[int, np.ndarray] = {}
+
+
+def _linspace(first: float, last: float, num: int, dtype: Any) -> np.ndarray:
+    """``np.linspace(first, last, num, dtype=dtype)`` for ``num >= 2`` (what MindSpore calls),
+    the same arithmetic without its Python overhead (a third of the histogram's time)."""
+    ramp = _aranges.get(num)
+    if ramp is None:
+        ramp = _aranges[num] = np.arange(0, num, dtype=np.float64)
+    div = num - 1
+    delta = last - first
+    step = delta / div
+    if step == 0:
+        y = ramp / div * delta
+    else:
+        y = ramp * step
+    y += first
+    y[-1] = last
+    if dtype.kind in "iu":  # integer edges are floored, as linspace does
+        np.floor(y, out=y)
+    return y.astype(dtype, copy=False)
+
+
+def _bucket_counts(array: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """``np.histogram(array, bins=edges)[0]``: ``edges[i] <= x < edges[i + 1]``, the last bucket
+    closed, NaN and values outside left out; one ``searchsorted`` instead of NumPy's sort."""
+    n = len(edges)
+    if (edges[:-1] > edges[1:]).any():  # integer edges wrapped around: NumPy's own error
+        return np.histogram(array, bins=edges)[0]
+    found = np.bincount(np.searchsorted(edges, array.reshape(-1), side="right"), minlength=n + 1)
+    counts = found[1:n]
+    counts[-1] += np.count_nonzero(array == edges[-1])  # found[n] holds those above and NaN too
+    return counts
 
 
 def bucketed_histogram_proto(payload: Any) -> bytes:

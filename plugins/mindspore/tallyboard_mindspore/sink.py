@@ -54,6 +54,9 @@ READ_ONLY = stat.S_IRUSR
 #: bursts. At the core's 64 MiB, a run of 1x3x64x64 images paid about 15 us a step in page
 #: faults while the queue grew, and peaked at 2.4 times the memory.
 MAX_PENDING_BYTES = 8 * 1024 * 1024
+#: Deferred encodes waiting for the writer thread from which a step's image or histogram is
+#: encoded in the caller instead (see write_value).
+ENCODE_HERE_WHEN_BEHIND = 4
 #: Bytes a queued row of scalars is taken to need on disk (for the free-space check).
 ROW_SIZE_HINT = 64
 #: The key of scalar rows in a RecordFile's queue (see RecordFile.write_row).
@@ -339,16 +342,27 @@ class MindSporeSink:
                 if type(payload) is np.ndarray
                 else int(getattr(payload, "nbytes", 0))
             )
-            record = Deferred(_value_record, (encode, tag, step, wall_time, payload), size)
+            deferred = Deferred(_value_record, (encode, tag, step, wall_time, payload), size)
             summary = self.summary
             if (
                 summary.write_rows is None
                 or not summary.rows_checked <= wall_time < summary.rows_check_due
             ):
-                summary.write_deferred(record, size, wall_time)  # open the file, check the disk
+                summary.write_deferred(deferred, size, wall_time)  # open the file, check the disk
                 return
+            record: bytes | Deferred = deferred
+            file = summary.file
+            assert file is not None
+            if file.deferred_pending >= ENCODE_HERE_WHEN_BEHIND:
+                # The writer thread is behind (a loop that never releases the GIL starves it:
+                # it waits for the GIL after each NumPy call): encode here, in order after what
+                # waits, rather than queue more and pay for it in close().
+                try:
+                    record = _value_record(encode, tag, step, wall_time, payload)
+                except Exception:  # left to the writer thread, which reports it as it does
+                    pass
             try:
-                summary.file.write(record, size)  # type: ignore[union-attr]
+                file.write(record, size)
             except (OSError, RuntimeError) as exc:
                 self.failed(summary, exc)
             return

@@ -158,13 +158,19 @@ def histogram_proto(
             field_bytes(1, b"\x09" + _pack_d(left) + b"\x11" + _pack_d(width) + b"\x18" + varint(n))
             for left, width, n in buckets
         ]
-    parts.append(field_varint(2, nan) + field_varint(3, pos_inf) + field_varint(4, neg_inf))
+    if nan or pos_inf or neg_inf:
+        parts.append(field_varint(2, nan) + field_varint(3, pos_inf) + field_varint(4, neg_inf))
+    else:
+        parts.append(_NO_NONFINITE)
     if stats is not None:
         parts.append(
             field_double(5, stats[0]) + field_double(6, stats[1]) + field_double(7, stats[2])
         )
     parts.append(field_varint(8, count))
     return b"".join(parts)
+
+
+_NO_NONFINITE = field_varint(2, 0) + field_varint(3, 0) + field_varint(4, 0)
 
 
 def histogram_buckets(lefts: np.ndarray, widths: np.ndarray, counts: np.ndarray) -> bytes:
