@@ -2,9 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from fnmatch import fnmatchcase
 
 from tallyboard.plugin.readers import Batch, FileReader, ReaderSpec
+from tallyboard.reading.fetch import Prefetched, fetch_ahead, is_local
+from tallyboard.reading.pool import pool_size, read_files
+
+
+def names_or_globs(arg: str | Iterable[str] | None, what: str) -> tuple[str, ...] | None:
+    """``arg`` (None, a name or glob, or an iterable of them) as a tuple; checked."""
+    if arg is None:
+        return None
+    if isinstance(arg, str):
+        return (arg,)
+    if isinstance(arg, Iterable):
+        items = tuple(arg)
+        if all(isinstance(a, str) for a in items):
+            return items
+    raise TypeError(f"{what} must be None, a str or an iterable of str, got {arg!r}")
+
+
+def matcher(patterns: tuple[str, ...] | None) -> Callable[[str], bool]:
+    """Whether a name is one of ``patterns`` or matches one as a glob (``*``, ``?``, ``[ab]``)."""
+    if patterns is None:
+        return lambda name: True
+    exact = set(patterns)
+    globs = [p for p in patterns if any(c in p for c in "*?[")]
+    return lambda name: name in exact or any(fnmatchcase(name, g) for g in globs)
 
 
 def _format_names(
@@ -34,11 +59,16 @@ class RunReader:
     """Reads every recognised file under a log dir; calling :meth:`read` again yields only new data.
 
     Runs are directories holding readable files, named by their path relative to the log dir
-    (``"."`` for the log dir itself).
+    (``"."`` for the log dir itself). ``runs`` (names or globs) keeps only the runs matching one:
+    the others are never opened, nor fetched from a remote store.
     """
 
     def __init__(
-        self, logdir: str, formats: str | Iterable[str] | None = None, kind: str | None = None
+        self,
+        logdir: str,
+        formats: str | Iterable[str] | None = None,
+        kind: str | None = None,
+        runs: str | Iterable[str] | None = None,
     ) -> None:
         import fsspec
 
@@ -50,12 +80,18 @@ class RunReader:
         self._readers = reg.readers
         self._decoders = reg.decoders
         self.formats = _format_names(formats, self._readers)
+        self._wanted_run = matcher(names_or_globs(runs, "runs"))
         self.kind = kind
         self.fs, root = fsspec.core.url_to_fs(logdir)
         self.root = root.rstrip("/") or "/"
         if not self.fs.isdir(self.root):
             raise ValueError(f"logdir {logdir!r} is not a directory")
         self._open: dict[str, tuple[str, FileReader]] = {}
+        self._sizes: dict[str, int] = {}  # file -> size when last listed
+        #: what readers open files through: on a remote store, one serving bytes fetched ahead.
+        self._source = self.fs
+        if not is_local(self.fs):
+            self._source = Prefetched(self.fs)
         self._chosen: dict[str, str] = {}  # run directory -> the competing format read there
         #: run directory -> competing formats found there but not read (same values again).
         self.skipped: dict[str, set[str]] = {}
@@ -79,11 +115,16 @@ class RunReader:
         """``(run, reader)`` for every recognised file, new files included: read them one by one
         (``reader.read_new()``) to hold one file's records at a time."""
         found: dict[str, list[tuple[str, ReaderSpec]]] = {}
-        for path in sorted(self.fs.find(self.root)):
+        listing = self.fs.find(self.root, detail=True)
+        for path in sorted(listing):
             spec = _reader_for(self._readers, path.rsplit("/", 1)[-1])
             if spec is not None and (self.formats is None or spec.name in self.formats):
                 found.setdefault(path.rsplit("/", 1)[0], []).append((path, spec))
+                self._sizes[path] = int(listing[path].get("size") or 0)
         for parent, files in found.items():
+            run = parent[len(self.root) :].strip("/") or "."
+            if not self._wanted_run(run):
+                continue
             chosen = None
             if self.formats is None:  # asked for no format: one of the competing ones
                 chosen = self._choose(parent, {s.name for _, s in files if s.priority is not None})
@@ -92,11 +133,73 @@ class RunReader:
                     spec.priority is not None and chosen not in (None, spec.name)
                 ):
                     continue
-                run = parent[len(self.root) :].strip("/") or "."
                 decoders = {k: fn for (fmt, k), fn in self._decoders.items() if fmt == spec.name}
-                self._open[path] = (run, spec.open(self.fs, path, decoders))
+                self._open[path] = (run, spec.open(self._source, path, decoders))
         return list(self._open.values())
 
-    def read(self) -> list[tuple[str, Batch]]:
-        """``(run, batch)`` per file, holding what was appended since the last call."""
-        return [(run, reader.read_new()) for run, reader in self.discover()]
+    def read(
+        self, workers: int | None = None, progress: Callable[[int], None] | None = None
+    ) -> list[tuple[str, Batch]]:
+        """``(run, batch)`` per file, holding what was appended since the last call.
+
+        Local files are decoded by ``workers`` processes (default: the cores, when the files
+        are big enough to pay for it; 1: here). Remote files are fetched many at once
+        (:mod:`tallyboard.reading.fetch`) and decoded here. ``progress(files_done)`` is called
+        after each file."""
+        paths = list(self._open_paths())
+        opened = [self._open[p] for p in paths]
+        readers = [reader for _, reader in opened]
+        count = [0]
+
+        def done() -> None:
+            count[0] += 1
+            if progress is not None:
+                progress(count[0])
+
+        if isinstance(self._source, Prefetched):
+            return self._read_remote(paths, opened, done)
+        left = sum(max(self._sizes.get(p, 0) - getattr(r, "offset", 0), 0) for p, r in opened)
+        size = pool_size(workers, len(readers), left)
+        out: list[tuple[str, Batch]] = []
+        for i, reader, batch in read_files(readers, size, done):
+            run = opened[i][0]
+            self._open[paths[i]] = (run, reader)  # a worker's copy has the new offset
+            out.append((run, batch))
+        return out
+
+    def _open_paths(self) -> list[str]:
+        self.discover()
+        return list(self._open)
+
+    def _read_remote(
+        self, paths: list[str], opened: list[tuple[str, FileReader]], done: Callable[[], None]
+    ) -> list[tuple[str, Batch]]:
+        """Fetch the files ahead, many at once, and decode each here as it arrives."""
+        source = self._source
+        assert isinstance(source, Prefetched)
+        jobs, index = [], []
+        for i, (path, (_, reader)) in enumerate(zip(paths, opened)):
+            offset = getattr(reader, "offset", None)
+            if isinstance(offset, int) and not getattr(reader, "dead", False):
+                jobs.append((path, offset, self._sizes.get(path, 0)))
+                index.append(i)
+        batches: dict[int, Batch] = {}
+        fetched = fetch_ahead(self.fs, jobs)
+        try:
+            for j, data in fetched:
+                path, offset, _ = jobs[j]
+                source.put(path, offset, data)
+                del data
+                i = index[j]
+                batches[i] = opened[i][1].read_new()
+                source.drop(path)
+                done()
+        finally:
+            fetched.close()
+        out = []
+        for i, (run, reader) in enumerate(opened):
+            if i not in batches:  # not fetched ahead: read from the store
+                batches[i] = reader.read_new()
+                done()
+            out.append((run, batches.pop(i)))
+        return out
