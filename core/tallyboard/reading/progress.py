@@ -12,11 +12,11 @@ from typing import Any
 
 
 class Progress:
-    """Counts files read out of ``total``; :meth:`close` ends the line. ``show``: True draws,
-    False never does, None draws when stderr is a terminal."""
+    """Counts files read out of ``total`` (None: not known); :meth:`close` ends the line.
+    ``show``: True draws, False never does, None draws when stderr is a terminal."""
 
     def __init__(
-        self, total: int, what: str = "read", delay: float = 1.0, show: bool | None = None
+        self, total: int | None, what: str = "read", delay: float = 1.0, show: bool | None = None
     ) -> None:
         self.total, self.what, self.delay = total, what, delay
         tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
@@ -38,7 +38,8 @@ class Progress:
             self._bar.update(done - self._bar.n)
         elif time.monotonic() - self._start >= self.delay:
             self._drawn = True
-            print(f"\r{self.what}: {done}/{self.total} files", end="", file=sys.stderr)
+            of = "" if self.total is None else f"/{self.total}"
+            print(f"\r{self.what}: {done}{of} files", end="", file=sys.stderr)
 
     def close(self) -> None:
         if self._bar is not None:
