@@ -16,7 +16,8 @@ counts must agree. RustBoard is ``tensorboard-data-server`` with ``--reload once
 kept (``--samples-per-plugin scalars=all``), run without and with ``--checksum`` (its default checks
 no CRC; tallyboard, EventAccumulator and tbparse check every one). The runs of a tree are copies of
 one file written by tallyboard's SummaryWriter (readers do not cache between files). Reported:
-mean, median and max (tail) of the repeats, in seconds, and each reader's median over tallyboard's.
+mean, median and max (tail) of the repeats, in seconds, and each reader's median over tallyboard's;
+then the peak memory of tallyboard's read (traced, in one process) against the table it returns.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -244,6 +246,22 @@ def report(case: str, results: dict[str, tuple[list[float], int]], base: str) ->
         )
 
 
+def peak_memory(case: str, path: str) -> None:
+    """Peak memory of a read (one process, so every allocation is traced) against its table."""
+    import tallyboard
+
+    tracemalloc.start()
+    df = tallyboard.read(path, workers=1, progress=False)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    table = int(df.memory_usage(deep=True).sum())
+    print(
+        f"{case:9s} peak traced memory (workers=1) {peak / 1e6:.1f} MB for a"
+        f" {table / 1e6:.1f} MB table: {peak / table:.2f}x",
+        flush=True,
+    )
+
+
 def run_case(case: str, repeats: int, slow_repeats: int, skip: set[str]) -> None:
     root = fresh_dir(f"sweep-{case}")
     try:
@@ -281,6 +299,8 @@ def run_case(case: str, repeats: int, slow_repeats: int, skip: set[str]) -> None
             if results[name][1] != expected:
                 raise AssertionError(f"{case}: {name} read {results[name][1]} of {expected}")
         report(case, results, "tallyboard")
+        if "tallyboard" not in skip:
+            peak_memory(case, path)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -16,7 +16,7 @@ import io
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
 #: concurrent requests, and bytes fetched but not yet decoded, by default.
@@ -29,6 +29,26 @@ def is_local(fs: Any) -> bool:
     """Whether ``fs`` is the local disk (nothing to fetch ahead)."""
     protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
     return protocol in ("file", "local")
+
+
+class LocalFiles:
+    """The local file system with files opened for reading by Python's ``open`` directly:
+    fsspec's ``open`` costs more than a small event file's whole decoding (path normalising,
+    ``info`` calls). Everything else goes to ``fs``."""
+
+    def __init__(self, fs: Any) -> None:
+        self.fs = fs
+
+    def open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
+        if mode == "rb" and not kwargs:
+            return open(path, "rb")  # noqa: SIM115 (the caller closes it)
+        return self.fs.open(path, mode, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.fs, name)
+
+    def __reduce__(self) -> Any:
+        return (LocalFiles, (self.fs,))
 
 
 class _Window(io.RawIOBase):
@@ -122,7 +142,7 @@ def fetch_ahead(
     jobs: Sequence[tuple[str, int, int]],
     threads: int = FETCH_THREADS,
     max_bytes: int = MAX_BYTES,
-) -> Iterator[tuple[int, bytes]]:
+) -> Generator[tuple[int, bytes], None, None]:
     """``(index, data)`` for each ``(path, offset, size)`` of ``jobs``, in order, fetched by
     ``threads`` threads ahead of the caller; the bytes fetched and not yet handed on (those of
     the file just yielded included) stay under ``max_bytes``, or are one file."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from fnmatch import fnmatchcase
+from typing import Any
 
 from tallyboard.plugin.readers import Batch, FileReader, ReaderSpec
-from tallyboard.reading.fetch import Prefetched, fetch_ahead, is_local
+from tallyboard.reading.fetch import LocalFiles, Prefetched, fetch_ahead, is_local
 from tallyboard.reading.pool import pool_size, read_files
 
 
@@ -89,7 +90,7 @@ class RunReader:
         self._open: dict[str, tuple[str, FileReader]] = {}
         self._sizes: dict[str, int] = {}  # file -> size when last listed
         #: what readers open files through: on a remote store, one serving bytes fetched ahead.
-        self._source = self.fs
+        self._source: Any = LocalFiles(self.fs)
         if not is_local(self.fs):
             self._source = Prefetched(self.fs)
         self._chosen: dict[str, str] = {}  # run directory -> the competing format read there
