@@ -323,6 +323,7 @@ def main() -> None:
     write_tree(warm, 2, 10)
     for fn in (read_tallyboard, read_event_accumulator, read_tbparse):
         fn(warm)  # imports and caches outside the timings
+    shutil.rmtree(warm)
     print(
         f"\n## read sweeps into a DataFrame (seconds; {os.cpu_count()} cores)\n"
         f"{'case':9s} {'reader':26s} {'rows':>10s} {'n':>3s} {'mean':>8s} {'median':>8s}"

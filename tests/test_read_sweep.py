@@ -250,3 +250,27 @@ def test_export_dataset_drops_parts_of_a_crashed_export_and_rejects_bad_targets(
     assert _cli("export", str(logdir), "--dataset", str(afile)) == 1
     assert "is not a directory" in capsys.readouterr().err
     assert len(_dataset_rows(out)) == 50  # nothing accepted before is lost
+
+
+def test_export_memory_stays_bounded_as_runs_grow(tmp_path: Path) -> None:
+    """Exporting 4x the runs must not need 4x the memory: files are read, written and dropped a
+    few at a time (traced in one process, workers=1)."""
+    import shutil
+    import tracemalloc
+
+    from tallyboard.reading.dataset import export_dataset
+
+    _write(tmp_path / "one", 100, ("loss", "accuracy", "lr"))
+    (src,) = event_files(tmp_path / "one")
+    peaks = {}
+    for n in (100, 400):
+        logdir = tmp_path / f"logs{n}"
+        for i in range(n):
+            (logdir / f"run{i:04d}").mkdir(parents=True)
+            shutil.copyfile(src, logdir / f"run{i:04d}" / src.name)
+        tracemalloc.start()
+        count = export_dataset(str(logdir), str(tmp_path / f"ds{n}"), workers=1)
+        peaks[n] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert count == {"rows": n * 300, "files": n, "parts": n}
+    assert peaks[400] < 1.5 * peaks[100], peaks

@@ -25,7 +25,6 @@ from typing import Any
 from urllib.parse import quote
 
 from tallyboard.plugin.readers import Batch, FileReader
-from tallyboard.reading.pool import pool_size, read_files
 from tallyboard.reading.runs import RunReader, matcher, names_or_globs
 from tallyboard.warn import ReadWarning
 
@@ -120,59 +119,48 @@ def export_dataset(
         )
     _remove_unlisted_parts(out, state["exports"])
     done_before: dict[str, dict[str, Any]] = state["files"].setdefault(kind, {})
-    opened = run_reader.discover()
-    readers: list[FileReader] = []
-    for _, reader in opened:
-        saved = done_before.get(reader.path) if hasattr(reader, "path") else None  # type: ignore[attr-defined]
-        size = run_reader._sizes.get(getattr(reader, "path", ""), 0)
-        if saved is not None:
-            if int(saved.get("offset", 0)) > size:
-                warnings.warn(
-                    f"{reader.path}: the file shrank since the last export (was read to "  # type: ignore[attr-defined]
-                    f"{saved['offset']}, now {size} bytes); nothing of it is appended",
-                    ReadWarning,
-                    stacklevel=2,
-                )
-                saved = {**saved, "dead": True}
-            for k, v in saved.items():
-                setattr(reader, k, v)
-        readers.append(reader)
+    for _, reader in run_reader.discover():
+        path = getattr(reader, "path", None)
+        saved = done_before.get(path) if isinstance(path, str) else None
+        if saved is None:
+            continue
+        size = run_reader.size(path or "")
+        if int(saved.get("offset", 0)) > size:
+            warnings.warn(
+                f"{path}: the file shrank since the last export (was read to "
+                f"{saved['offset']}, now {size} bytes); nothing of it is appended",
+                ReadWarning,
+                stacklevel=2,
+            )
+            saved = {**saved, "dead": True}
+        for k, v in saved.items():
+            setattr(reader, k, v)
     export = state["exports"] + 1
-    left = sum(
-        max(run_reader._sizes.get(getattr(r, "path", ""), 0) - getattr(r, "offset", 0), 0)
-        for r in readers
-    )
     count = {"rows": 0, "files": 0, "parts": 0}
     files_state: dict[str, dict[str, Any]] = {}
-
-    def done() -> None:
+    for k, (path, run, batch) in enumerate(run_reader.iter_read(workers, progress)):
         count["files"] += 1
-        if progress is not None:
-            progress(count["files"])
-
-    for i, reader, batch in read_files(readers, pool_size(workers, len(readers), left), done):
-        run = opened[i][0]
         if kind == SCALAR:
             table = _scalar_table(batch, wanted_tag)
         else:
             assert rows_of is not None
             rows = [
-                {k: v for k, v in row.items() if k != "run"}
+                {key: v for key, v in row.items() if key != "run"}
                 for row in rows_of(run, batch)
                 if wanted_tag is None or wanted_tag(row["tag"])
             ]
             table = pa.Table.from_pylist(rows) if rows else None
+        del batch
         if table is not None and table.num_rows:
             folder = os.path.join(out, f"run={quote(run, safe='')}", f"kind={quote(kind, safe='')}")
             os.makedirs(folder, exist_ok=True)
-            name = f"part-{export:06d}-{i:06d}.parquet"
+            name = f"part-{export:06d}-{k:06d}.parquet"
             partial = os.path.join(folder, f".{name}.partial")  # hidden from dataset readers
             pq.write_table(table, partial)
             os.replace(partial, os.path.join(folder, name))
             count["rows"] += table.num_rows
             count["parts"] += 1
-        if hasattr(reader, "path"):
-            files_state[reader.path] = _plain_state(reader)  # type: ignore[attr-defined]
+        files_state[path] = _plain_state(run_reader.opened(path))
     done_before.update(files_state)
     state["exports"], state["logdir"] = export, source
     tmp = state_path + ".partial"

@@ -14,6 +14,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from tallyboard.plugin.readers import Batch, FileReader
 
@@ -70,15 +71,34 @@ def read_files(
             yield i, reader, batch
         return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from collections import deque
+    from concurrent.futures import Future, ProcessPoolExecutor
 
-    # a few files per task: less pickling per file, still balanced between the workers
+    # a few files per task: less pickling per file, still balanced between the workers; at
+    # most four tasks a worker ahead of the caller, so results do not pile up unread
     chunk = max(1, min(64, len(readers) // (workers * 8)))
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        results = pool.map(_read_one, readers, chunksize=chunk)
-        for i, (reader, batch, caught) in enumerate(results):
-            for message, category in caught:
-                warnings.warn(message, category, stacklevel=2)
-            if done is not None:
-                done()
-            yield i, reader, batch
+    starts = range(0, len(readers), chunk)
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    pending: deque[tuple[int, Future[Any]]] = deque()
+    nxt = 0
+    try:
+        while nxt < len(starts) or pending:
+            while nxt < len(starts) and len(pending) < workers * 4:
+                first = starts[nxt]
+                pending.append((first, pool.submit(_read_chunk, readers[first : first + chunk])))
+                nxt += 1
+            first, future = pending.popleft()
+            for k, (reader, batch, caught) in enumerate(future.result()):
+                for message, category in caught:
+                    warnings.warn(message, category, stacklevel=2)
+                if done is not None:
+                    done()
+                yield first + k, reader, batch
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _read_chunk(
+    readers: Sequence[FileReader],
+) -> list[tuple[FileReader, Batch, list[tuple[str, type[Warning]]]]]:
+    return [_read_one(reader) for reader in readers]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -138,69 +138,81 @@ class RunReader:
                 self._open[path] = (run, spec.open(self._source, path, decoders))
         return list(self._open.values())
 
+    def opened(self, path: str) -> FileReader:
+        """The reader of ``path`` (a worker's copy once a pool has read it)."""
+        return self._open[path][1]
+
+    def size(self, path: str) -> int:
+        """The size of ``path`` when last listed (0 when unknown)."""
+        return self._sizes.get(path, 0)
+
     def read(
         self, workers: int | None = None, progress: Callable[[int], None] | None = None
     ) -> list[tuple[str, Batch]]:
-        """``(run, batch)`` per file, holding what was appended since the last call.
+        """``(run, batch)`` per file, holding what was appended since the last call (see
+        :meth:`iter_read`)."""
+        return [(run, batch) for _, run, batch in self.iter_read(workers, progress)]
+
+    def iter_read(
+        self, workers: int | None = None, progress: Callable[[int], None] | None = None
+    ) -> Iterator[tuple[str, str, Batch]]:
+        """``(path, run, batch)`` per file in order, each batch holding what was appended to
+        that file since it was last read.
 
         Local files are decoded by ``workers`` processes (default: the cores, when the files
-        are big enough to pay for it; 1: here). Remote files are fetched many at once
-        (:mod:`tallyboard.reading.fetch`) and decoded here. ``progress(files_done)`` is called
-        after each file."""
-        paths = list(self._open_paths())
-        opened = [self._open[p] for p in paths]
-        readers = [reader for _, reader in opened]
-        count = [0]
+        are big enough to pay for it; 1: here), a few files ahead of the caller. Remote files
+        are fetched many at once (:mod:`tallyboard.reading.fetch`) and decoded here.
+        ``progress(files_done)`` is called after each file."""
+        self.discover()
+        paths = list(self._open)
+        count = 0
 
         def done() -> None:
-            count[0] += 1
+            nonlocal count
+            count += 1
             if progress is not None:
-                progress(count[0])
+                progress(count)
 
         if isinstance(self._source, Prefetched):
-            return self._read_remote(paths, opened, done)
-        left = sum(max(self._sizes.get(p, 0) - getattr(r, "offset", 0), 0) for p, r in opened)
-        size = pool_size(workers, len(readers), left)
-        out: list[tuple[str, Batch]] = []
-        for i, reader, batch in read_files(readers, size, done):
-            run = opened[i][0]
+            yield from self._iter_remote(self._source, paths, done)
+            return
+        readers = [self._open[p][1] for p in paths]
+        left = sum(
+            max(self._sizes.get(p, 0) - getattr(r, "offset", 0), 0) for p, r in zip(paths, readers)
+        )
+        for i, reader, batch in read_files(readers, pool_size(workers, len(readers), left), done):
+            run = self._open[paths[i]][0]
             self._open[paths[i]] = (run, reader)  # a worker's copy has the new offset
-            out.append((run, batch))
-        return out
+            yield paths[i], run, batch
 
-    def _open_paths(self) -> list[str]:
-        self.discover()
-        return list(self._open)
-
-    def _read_remote(
-        self, paths: list[str], opened: list[tuple[str, FileReader]], done: Callable[[], None]
-    ) -> list[tuple[str, Batch]]:
-        """Fetch the files ahead, many at once, and decode each here as it arrives."""
-        source = self._source
-        assert isinstance(source, Prefetched)
-        jobs, index = [], []
-        for i, (path, (_, reader)) in enumerate(zip(paths, opened)):
+    def _iter_remote(
+        self, source: Prefetched, paths: list[str], done: Callable[[], None]
+    ) -> Iterator[tuple[str, str, Batch]]:
+        """Fetch the files ahead, many at once, and decode each here in its turn; a reader
+        without a byte offset (or done with its file) reads from the store itself."""
+        jobs = []
+        for path in paths:
+            reader = self._open[path][1]
             offset = getattr(reader, "offset", None)
             if isinstance(offset, int) and not getattr(reader, "dead", False):
                 jobs.append((path, offset, self._sizes.get(path, 0)))
-                index.append(i)
-        batches: dict[int, Batch] = {}
+        ahead = {path for path, _, _ in jobs}
         fetched = fetch_ahead(self.fs, jobs)
         try:
-            for j, data in fetched:
-                path, offset, _ = jobs[j]
-                source.put(path, offset, data)
-                del data
-                i = index[j]
-                batches[i] = opened[i][1].read_new()
-                source.drop(path)
+            for path in paths:
+                run, reader = self._open[path]
+                if path in ahead:
+                    j, data = next(fetched)
+                    assert jobs[j][0] == path
+                    source.put(path, jobs[j][1], data)
+                    del data
+                    try:
+                        batch = reader.read_new()
+                    finally:
+                        source.drop(path)
+                else:
+                    batch = reader.read_new()
                 done()
+                yield path, run, batch
         finally:
             fetched.close()
-        out = []
-        for i, (run, reader) in enumerate(opened):
-            if i not in batches:  # not fetched ahead: read from the store
-                batches[i] = reader.read_new()
-                done()
-            out.append((run, batches.pop(i)))
-        return out
