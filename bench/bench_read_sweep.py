@@ -298,6 +298,7 @@ def run_case(case: str, repeats: int, slow_repeats: int, skip: set[str]) -> None
             results[name] = timed(fn, path, n)
             if results[name][1] != expected:
                 raise AssertionError(f"{case}: {name} read {results[name][1]} of {expected}")
+            print(f"  ({name}: {results[name][0]})", flush=True)  # progress, before the table
         report(case, results, "tallyboard")
         if "tallyboard" not in skip:
             peak_memory(case, path)

@@ -16,6 +16,8 @@ from tallyboard.plugin.readers import ReadWarning
 from tallyboard.reading.progress import Progress
 from tallyboard.reading.runs import RunReader
 
+pytest_plugins = ["tallyboard.testing"]
+
 
 def _write(path: Path, steps: int, tags: tuple[str, ...], start: int = 0) -> None:
     with SummaryWriter(str(path)) as w:
@@ -94,6 +96,26 @@ def test_many_runs_match_event_accumulator(tmp_path: Path, workers: int) -> None
     runs = _sweep(tmp_path)
     df = read(str(tmp_path), workers=workers)
     _assert_matches_event_accumulator(df, tmp_path, runs)
+
+
+def test_a_decoder_that_does_not_pickle_reads_without_the_pool(
+    tmp_path: Path, register_plugin: Any
+) -> None:
+    """A plugin's decoder defined inside a function cannot reach a worker process: the files
+    are then read here, and nothing is lost."""
+    from tallyboard import hookimpl
+
+    class LocalDecoder:
+        @hookimpl
+        def register_decoders(self, register: Any) -> None:
+            def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
+                return None
+
+            register("tfevents", "nothing", decode)
+
+    register_plugin(LocalDecoder(), "local-decoder")
+    runs = _sweep(tmp_path)
+    _assert_matches_event_accumulator(read(str(tmp_path), workers=2), tmp_path, runs)
 
 
 def test_pool_reads_stay_incremental_and_warnings_reach_the_caller(tmp_path: Path) -> None:

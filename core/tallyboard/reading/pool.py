@@ -11,6 +11,7 @@ threaded process can copy a held lock), and only when the work is big enough to 
 from __future__ import annotations
 
 import os
+import pickle
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -49,10 +50,14 @@ def _read_one(reader: FileReader) -> tuple[FileReader, Batch, list[tuple[str, ty
     return reader, batch, [(str(w.message), w.category) for w in caught]
 
 
-def _can_fork() -> bool:
+def _can_fork(readers: Sequence[FileReader]) -> bool:
+    """Forking is safe (no other thread) and the readers travel (a plugin's decoder defined in
+    a function, say, does not pickle: then they are read here)."""
     import multiprocessing
 
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() != 1:
+        return False
+    return _pickled(readers[0]) is not None
 
 
 def read_files(
@@ -63,7 +68,7 @@ def read_files(
     """``(index, reader, batch)`` for every reader, in order: each reader read once, by
     ``workers`` processes when more than one (and forking is safe), else here. The reader given
     back is the one to keep (a worker's copy, which has advanced). ``done`` is called per file."""
-    if workers <= 1 or len(readers) < 2 or not _can_fork():
+    if workers <= 1 or len(readers) < 2 or not _can_fork(readers):
         for i, reader in enumerate(readers):
             batch = reader.read_new()
             if done is not None:
@@ -79,16 +84,24 @@ def read_files(
     chunk = max(1, min(64, len(readers) // (workers * 8)))
     starts = range(0, len(readers), chunk)
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-    pending: deque[tuple[int, Future[Any]]] = deque()
+    pending: deque[tuple[int, Future[bytes | None] | None]] = deque()
     nxt = 0
     try:
         while nxt < len(starts) or pending:
             while nxt < len(starts) and len(pending) < workers * 4:
                 first = starts[nxt]
-                pending.append((first, pool.submit(_read_chunk, readers[first : first + chunk])))
+                payload = _pickled(readers[first : first + chunk])
+                future = None if payload is None else pool.submit(_read_chunk, payload)
+                pending.append((first, future))
                 nxt += 1
             first, future = pending.popleft()
-            for k, (reader, batch, caught) in enumerate(future.result()):
+            result = None if future is None else future.result()
+            items = (
+                [_read_one(r) for r in readers[first : first + chunk]]  # they did not travel
+                if result is None
+                else pickle.loads(result)
+            )
+            for k, (reader, batch, caught) in enumerate(items):
                 for message, category in caught:
                     warnings.warn(message, category, stacklevel=2)
                 if done is not None:
@@ -98,7 +111,16 @@ def read_files(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _read_chunk(
-    readers: Sequence[FileReader],
-) -> list[tuple[FileReader, Batch, list[tuple[str, type[Warning]]]]]:
-    return [_read_one(reader) for reader in readers]
+def _pickled(value: Any) -> bytes | None:
+    """``value`` pickled here, where a failure is seen (in the pool's feeder thread it can
+    leave the pool waiting forever), or None when it does not pickle."""
+    try:
+        return pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        return None
+
+
+def _read_chunk(payload: bytes) -> bytes | None:
+    """In a worker: read each reader of ``payload``; the results pickled, or None when they do
+    not pickle (the caller then reads those files itself, from the offsets it still has)."""
+    return _pickled([_read_one(reader) for reader in pickle.loads(payload)])
