@@ -273,6 +273,12 @@ def test_export_dataset_drops_parts_of_a_crashed_export_and_rejects_bad_targets(
     assert "is not a directory" in capsys.readouterr().err
     assert len(_dataset_rows(out)) == 50  # nothing accepted before is lost
 
+    (src,) = event_files(logdir / "a")
+    src.write_bytes(src.read_bytes()[:200])  # the file shrank: rewritten, or truncated
+    with pytest.warns(ReadWarning, match="the file shrank since the last export"):
+        assert _cli("export", str(logdir), "--dataset", str(out)) == 0
+    assert len(_dataset_rows(out)) == 50
+
 
 def test_export_memory_stays_bounded_as_runs_grow(tmp_path: Path) -> None:
     """Exporting 4x the runs must not need 4x the memory: files are read, written and dropped a

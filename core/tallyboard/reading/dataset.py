@@ -133,8 +133,8 @@ def export_dataset(
                 stacklevel=2,
             )
             saved = {**saved, "dead": True}
-        for k, v in saved.items():
-            setattr(reader, k, v)
+        for name, value in saved.items():
+            setattr(reader, name, value)
     export = state["exports"] + 1
     count = {"rows": 0, "files": 0, "parts": 0}
     files_state: dict[str, dict[str, Any]] = {}
