@@ -138,7 +138,7 @@ def export_dataset(
     export = state["exports"] + 1
     count = {"rows": 0, "files": 0, "parts": 0}
     files_state: dict[str, dict[str, Any]] = {}
-    for k, (path, run, batch) in enumerate(run_reader.iter_read(workers, progress)):
+    for k, (path, run, batch) in enumerate(run_reader.iter_read(workers, progress, discover=False)):
         count["files"] += 1
         if kind == SCALAR:
             table = _scalar_table(batch, wanted_tag)

@@ -59,7 +59,7 @@ def read(
     files = run_reader.discover()
     bar = Progress(len(files), "read", show=progress)
     try:
-        batches = run_reader.read(workers, bar)
+        batches = [(r, b) for _, r, b in run_reader.iter_read(workers, bar, discover=False)]
     finally:
         bar.close()
     wanted_tag = matcher(tag_globs)

@@ -154,7 +154,10 @@ class RunReader:
         return [(run, batch) for _, run, batch in self.iter_read(workers, progress)]
 
     def iter_read(
-        self, workers: int | None = None, progress: Callable[[int], None] | None = None
+        self,
+        workers: int | None = None,
+        progress: Callable[[int], None] | None = None,
+        discover: bool = True,
     ) -> Iterator[tuple[str, str, Batch]]:
         """``(path, run, batch)`` per file in order, each batch holding what was appended to
         that file since it was last read.
@@ -162,8 +165,10 @@ class RunReader:
         Local files are decoded by ``workers`` processes (default: the cores, when the files
         are big enough to pay for it; 1: here), a few files ahead of the caller. Remote files
         are fetched many at once (:mod:`tallyboard.reading.fetch`) and decoded here.
-        ``progress(files_done)`` is called after each file."""
-        self.discover()
+        ``progress(files_done)`` is called after each file. ``discover=False`` reads the files
+        the last :meth:`discover` found (no second listing of a store)."""
+        if discover:
+            self.discover()
         paths = list(self._open)
         count = 0
 
