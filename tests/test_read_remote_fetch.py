@@ -125,6 +125,30 @@ def test_a_sweep_on_s3_reads_like_event_accumulator_and_skips_unwanted_runs(
     assert fetched and all("/lr1/" in r for r in fetched), fetched  # no other run's file
 
 
+def test_reading_an_s3_sweep_again_fetches_only_what_is_new(
+    s3: tuple[Any, RequestLog], tmp_path: Path
+) -> None:
+    from tallyboard.reading.runs import RunReader
+
+    fs, proxy = s3
+    for run in ("a", "b"):
+        _write(tmp_path / run, 50, ("loss",))
+    fs.put(str(tmp_path), f"{BUCKET}/again", recursive=True)
+    fs.invalidate_cache()
+    reader = RunReader(f"s3://{BUCKET}/again")
+    assert sum(len(b.scalars()[0]) for _, b in reader.read()) == 100
+    del proxy.requests[:]
+    fs.invalidate_cache()
+    assert sum(len(b.scalars()[0]) for _, b in reader.read()) == 0  # nothing new, no error
+    assert not [r for r in proxy.requests if b"tfevents" in r]  # and no file fetched
+    _write(tmp_path / "new", 7, ("loss",))
+    (added,) = (tmp_path / "new").iterdir()
+    fs.put_file(str(added), f"{BUCKET}/again/b/{added.name}")  # a second file of run b
+    fs.invalidate_cache()
+    new = [(run, b.scalars()[1].tolist()) for run, b in reader.read() if len(b.scalars()[0])]
+    assert new == [("b", list(range(7)))]
+
+
 def test_a_missing_object_raises_naming_its_url(s3: tuple[Any, RequestLog]) -> None:
     fs, _ = s3
     with pytest.raises(FileNotFoundError, match=f"s3://{BUCKET}/nope/events.out.tfevents.1"):

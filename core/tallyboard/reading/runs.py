@@ -198,9 +198,9 @@ class RunReader:
         jobs = []
         for path in paths:
             reader = self._open[path][1]
-            offset = getattr(reader, "offset", None)
-            if isinstance(offset, int) and not getattr(reader, "dead", False):
-                jobs.append((path, offset, self._sizes.get(path, 0)))
+            offset, size = getattr(reader, "offset", None), self._sizes.get(path, 0)
+            if isinstance(offset, int) and size > offset and not getattr(reader, "dead", False):
+                jobs.append((path, offset, size))  # only what has grown: nothing else is asked
         ahead = {path for path, _, _ in jobs}
         fetched = fetch_ahead(self.fs, jobs)
         try:
