@@ -21,6 +21,7 @@ BENCHES = {
     "trainers": "bench_trainers",
     "heavy_stall": "bench_heavy_stall",
     "read": "bench_read",
+    "read_sweep": "bench_read_sweep",
 }
 
 

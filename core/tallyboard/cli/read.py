@@ -451,6 +451,55 @@ def cmd_export(
     return 0
 
 
+def cmd_export_dataset(
+    logdir: str,
+    out: str,
+    runs: Sequence[str] | None,
+    tags: Sequence[str] | None,
+    kind: str = SCALAR,
+    formats: Sequence[str] | None = None,
+) -> int:
+    """Append what is new under ``logdir`` to the Parquet dataset ``out``."""
+    from tallyboard.plugin.registry import get_registry
+    from tallyboard.reading.dataset import export_dataset
+    from tallyboard.reading.progress import Progress
+
+    try:
+        kind_spec = get_registry().kind(kind)
+    except ValueError as e:
+        raise CliError(f"--kind: {e}") from None
+
+    def rows_of(run: str, batch: Batch) -> list[dict[str, Any]]:
+        return [
+            {k: export_cell(v, "parquet") for k, v in row.items()}
+            for row in _kind_rows(run, batch, kind_spec, None)
+        ]
+
+    bar = Progress(None, "export")
+    try:
+        count = export_dataset(
+            logdir,
+            out,
+            kind,
+            runs,
+            tags,
+            formats,
+            None if kind == SCALAR else rows_of,
+            progress=bar,
+        )
+    except (TypeError, ValueError) as e:
+        raise CliError(str(e)) from None
+    finally:
+        bar.close()
+    noun = "scalars" if kind == SCALAR else f"{kind} rows"
+    print(
+        f"appended {count['rows']} {noun} from {count['files']} files to {out}"
+        f" ({count['parts']} part files)",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def cmd_convert(
     src: str, dst: str, to: str, force: bool, formats: Sequence[str] | None = None
 ) -> int:
@@ -622,7 +671,14 @@ def add_parsers(sub: Any) -> None:
     _add_from(p)
     p = sub.add_parser("export", help="scalars (or another kind) to csv, parquet or jsonl")
     p.add_argument("logdir")
-    p.add_argument("-o", "--output", required=True, help="out.csv, out.parquet or out.jsonl")
+    out = p.add_mutually_exclusive_group(required=True)
+    out.add_argument("-o", "--output", help="out.csv, out.parquet or out.jsonl")
+    out.add_argument(
+        "--dataset",
+        metavar="DIR",
+        help="a Parquet dataset partitioned by run and kind; a later export appends only what "
+        "is new (runs and tags may be globs)",
+    )
     p.add_argument("--format", choices=EXPORT_FORMATS, help="default: from the output suffix")
     p.add_argument("--runs", nargs="+", help="keep only these runs")
     p.add_argument("--tags", nargs="+", help="keep only these tags")
@@ -661,6 +717,10 @@ def dispatch(args: Any) -> int:
     try:
         if args.command == "ls":
             return cmd_ls(args.logdir, args.json, args.formats)
+        if args.command == "export" and args.dataset is not None:
+            return cmd_export_dataset(
+                args.logdir, args.dataset, args.runs, args.tags, args.kind, args.formats
+            )
         if args.command == "export":
             return cmd_export(
                 args.logdir,

@@ -8,6 +8,8 @@ appended since; a torn last record is left for the next call. Core names no form
 
 from __future__ import annotations
 
+import io
+import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -127,7 +129,7 @@ class ChunkedFileReader:
         if self.dead:
             return batch
         with self.fs.open(self.path, "rb") as f:
-            size = getattr(f, "size", None)  # never read past it: a live file grows later
+            size = _size_of(f)  # never read past it: a live file grows later
             f.seek(self.offset)
             rest = b""
             while not self.dead:
@@ -218,3 +220,14 @@ class ReaderSpec:
 def warn_corrupt(path: str, offset: int, what: str) -> None:
     """Report a damaged record, naming the file and byte offset."""
     warnings.warn(f"{path}: {what} at offset {offset}", ReadWarning, stacklevel=3)
+
+
+def _size_of(f: Any) -> int | None:
+    """The size of an open file: fsspec's ``size``, else ``fstat`` of a plain file."""
+    size = getattr(f, "size", None)
+    if isinstance(size, int):
+        return size
+    try:
+        return os.fstat(f.fileno()).st_size
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None

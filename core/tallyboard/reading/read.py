@@ -5,27 +5,18 @@ pandas and pyarrow are optional (``pip install tallyboard[read]``) and imported 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tallyboard.extras import require
 from tallyboard.plugin.readers import Batch
 from tallyboard.plugin.registry import get_registry
 from tallyboard.reading import undecoded
-from tallyboard.reading.runs import RunReader
+from tallyboard.reading.progress import Progress
+from tallyboard.reading.runs import RunReader, matcher, names_or_globs
 from tallyboard.warn import ReadWarning, warn
 
 FORMATS = ("pandas", "arrow")
-
-
-def _names(arg: Any, what: str) -> set[str] | None:
-    if arg is None:
-        return None
-    if isinstance(arg, str):
-        return {arg}
-    if isinstance(arg, Iterable) and all(isinstance(a, str) for a in arg):
-        return set(arg)
-    raise TypeError(f"{what} must be None, a str or an iterable of str, got {arg!r}")
 
 
 def read(
@@ -35,12 +26,16 @@ def read(
     kind: str = "scalar",
     table: str = "pandas",
     formats: str | Iterable[str] | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
 ) -> Any:
     """Every value of ``kind`` under ``logdir`` as one table, nothing downsampled.
 
     Scalars come as columns ``run, tag, step, wall_time, value``; other kinds as
     ``run, tag, step, wall_time`` plus the fields their decoder gives. ``runs`` and ``tags``
-    keep only the named runs (paths relative to ``logdir``, ``"."`` for itself) and tags.
+    keep only the named runs (paths relative to ``logdir``, ``"."`` for itself) and tags; a
+    name with ``*``, ``?`` or ``[...]`` is a glob (``runs="lr=0.1/*"``). Runs left out are never
+    opened nor fetched.
     ``table`` is ``"pandas"`` (a DataFrame) or ``"arrow"`` (a pyarrow Table).
     A run directory holding the same values in several formats (``sinks=["tfevents", "csv"]``)
     is read in one of them, event files first, so nothing is counted twice; ``formats`` names
@@ -51,6 +46,10 @@ def read(
     content_type, data), ``tensor`` (dtype, shape, value: a numpy array) and ``hparams`` (one
     row per run: ``run``, its hparams, then the last value of each scalar tag of that run). A
     kind's ``read_table`` (see :class:`tallyboard.Kind`) may reshape its rows so.
+    ``workers`` processes decode local files (default: this machine's cores when the files
+    are big enough to pay for it; 1 reads here); remote files are fetched many at once.
+    ``progress`` draws a bar on stderr (default: when stderr is a terminal and the read takes
+    over a second).
 
     Values no installed kind decodes (a third-party plugin's summaries, say) are never dropped
     silently: one ``ReadWarning`` names each run, plugin name and tag with its count.
@@ -60,13 +59,18 @@ def read(
     require("pyarrow" if table == "arrow" else "pandas", "read", "tallyboard.read")
     if not isinstance(kind, str):
         raise TypeError(f"kind must be a str, got {type(kind).__name__}")
-    run_set, tag_set = _names(runs, "runs"), _names(tags, "tags")
-    batches = [
-        (r, b)
-        for r, b in RunReader(logdir, formats, kind).read()
-        if run_set is None or r in run_set
-    ]
-    missed = undecoded.collect(batches, tag_set)
+    if progress is not None and not isinstance(progress, bool):
+        raise TypeError(f"progress must be None or a bool, got {progress!r}")
+    tag_globs = names_or_globs(tags, "tags")
+    run_reader = RunReader(logdir, formats, kind, runs=names_or_globs(runs, "runs"))
+    files = run_reader.discover()
+    bar = Progress(len(files), "read", show=progress)
+    try:
+        batches = [(r, b) for _, r, b in run_reader.iter_read(workers, bar, discover=False)]
+    finally:
+        bar.close()
+    wanted_tag = matcher(tag_globs)
+    missed = undecoded.collect(batches, None if tag_globs is None else wanted_tag)
     if missed:
         warn(
             f"tallyboard.read: {sum(missed.values())} values under {logdir!r} are of no kind "
@@ -74,12 +78,12 @@ def read(
             ReadWarning,
         )
     if kind == "scalar":
-        return _scalar_table(batches, tag_set, table)
+        return _scalar_table(batches, None if tag_globs is None else wanted_tag, table)
     rows = [
         {"run": run, **row}
         for run, batch in batches
         for row in batch.rows.get(kind, ())
-        if tag_set is None or row["tag"] in tag_set
+        if wanted_tag(row["tag"])
     ]
     shape = getattr(get_registry().kinds.get(kind), "read_table", None)
     if shape is not None:
@@ -93,7 +97,9 @@ def read(
     return pd.DataFrame(rows, columns=None if rows else ["run", "tag", "step", "wall_time"])
 
 
-def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, table: str) -> Any:
+def _scalar_table(
+    batches: list[tuple[str, Batch]], wanted_tag: Callable[[str], bool] | None, table: str
+) -> Any:
     import numpy as np
 
     parts = []
@@ -104,8 +110,8 @@ def _scalar_table(batches: list[tuple[str, Batch]], tag_set: set[str] | None, ta
             # tag codes per chunk: the few distinct tags, not a million strings, reach the table
             names = np.array(tag_names, dtype=object)
             cols = {"codes": codes, "step": step, "wall_time": wall, "value": value}
-            if tag_set is not None:
-                keep = np.isin(names, list(tag_set))[codes]
+            if wanted_tag is not None:
+                keep = np.array([wanted_tag(str(t)) for t in tag_names], bool)[codes]
                 cols = {key: col[keep] for key, col in cols.items()}
             parts.append((run, names, cols))
         del columns

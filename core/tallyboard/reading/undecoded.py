@@ -7,7 +7,7 @@ kind reads) instead of dropping them; ``read`` warns naming them, ``ls`` lists t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from tallyboard.plugin.readers import Batch
 
@@ -18,13 +18,14 @@ _NAMED = 12
 
 
 def collect(
-    batches: Iterable[tuple[str, Batch]], tags: set[str] | None = None
+    batches: Iterable[tuple[str, Batch]], wanted: Callable[[str], bool] | None = None
 ) -> dict[tuple[str, str, str], int]:
-    """``{(run, plugin name, tag): count}`` over ``(run, batch)`` pairs (only ``tags`` if given)."""
+    """``{(run, plugin name, tag): count}`` over ``(run, batch)`` pairs (only the tags
+    ``wanted`` keeps, if given)."""
     out: dict[tuple[str, str, str], int] = {}
     for run, batch in batches:
         for (plugin, tag), n in batch.undecoded.items():
-            if tags is None or tag in tags:
+            if wanted is None or wanted(tag):
                 key = (run, plugin, tag)
                 out[key] = out.get(key, 0) + n
     return out

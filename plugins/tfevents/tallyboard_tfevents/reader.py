@@ -40,6 +40,8 @@ _unpack_i = struct.Struct("<I").unpack_from
 #: longest cycle of record sizes (tags logged in the same order every step) found ahead at once,
 #: and records walked one by one before the first try.
 _MAX_CYCLE, _WALK = 1024, 32
+#: records at the end of the walked ones that must repeat with a period before it is used.
+_TAIL = 16
 #: fewer records decoded at once than this go to the batch's lists, not a column of their own.
 _MIN_COLUMN = 16
 #: verified record heads (length and length CRC) and the record size each gives; the length
@@ -281,7 +283,9 @@ class EventFileReader(ChunkedFileReader):
         """Record starts of the whole cycles at ``pos`` when the sizes of the records at ``offs``
         (walked so far) repeat with a period (arrays; none without a period) and the new ``pos``.
 
-        Windows of 16, 64, 256, ... cycles are checked at once: each record head (length and its
+        The period is that of the last records only (:func:`_period`), so records before the
+        cycle began (a file's first ``file_version`` event, the steps before the step varint
+        grew a byte) do not hide it. Windows of 16, 64, 256, ... cycles are checked at once: each record head (length and its
         CRC, so its size) must equal the verified head at its place in the last walked cycle; the
         first record that differs ends the run, so a failed try costs at most four times what it
         gained before.
@@ -289,11 +293,8 @@ class EventFileReader(ChunkedFileReader):
         import numpy as np
 
         window = offs[-2 * _MAX_CYCLE :] + [pos]
-        sizes = [b - a for a, b in zip(window, window[1:])]
-        for period in range(1, len(sizes) // 2 + 1):
-            if sizes[period:] == sizes[:-period]:
-                break
-        else:
+        period = _period([b - a for a, b in zip(window, window[1:])])
+        if not period:
             return [], pos
         starts = np.array(window[-period - 1 : -1], np.int64)
         span, rel = pos - int(starts[0]), starts - starts[0]
@@ -356,7 +357,10 @@ class EventFileReader(ChunkedFileReader):
         tag = value.tag
         if value.HasField("metadata"):
             if tag not in self._metadata:
-                self._metadata[tag] = value.metadata
+                # a copy: a sub-message would keep the whole parsed chunk's memory alive
+                kept = type(value.metadata)()
+                kept.CopyFrom(value.metadata)
+                self._metadata[tag] = kept
         else:
             known = self._metadata.get(tag)
             if known is not None:
@@ -407,6 +411,33 @@ class EventFileReader(ChunkedFileReader):
                 self.path, self.offset + pos, f"the {name} decoder failed ({exc!r}); value skipped"
             )
             return None
+
+
+def _period(sizes: list[int]) -> int:
+    """The shortest period ``p`` with which the last ``max(2p, _TAIL)`` of ``sizes`` (record
+    sizes) repeat, or 0 when none does.
+
+    Only periods under which the last size repeats are compared in full, and a long window is
+    narrowed first with a few vectorised comparisons of its last sizes (one numpy operation
+    over every period each): comparing list slices for every period was quadratic.
+    """
+    n = len(sizes)
+    last = sizes[-1]
+    if n > 128:
+        import numpy as np
+
+        arr = np.array(sizes, np.int64)
+        cand = np.arange(1, n // 2 + 1)
+        for j in range(1, _TAIL + 1):
+            cand = cand[arr[n - j - cand] == arr[n - j]]
+        periods: Any = cand.tolist()
+    else:
+        periods = (p for p in range(1, n // 2 + 1) if sizes[n - 1 - p] == last)
+    for p in periods:
+        tail = min(n, max(2 * p, _TAIL))
+        if sizes[n - tail : n - p] == sizes[n - tail + p :]:
+            return int(p)
+    return 0
 
 
 def open_reader(fs: Any, path: str, decoders: dict[str, Callable[..., Any]]) -> EventFileReader:
