@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import psutil
@@ -113,13 +114,13 @@ def test_ranks_sample_their_process_and_only_local_rank_zero_the_host(
     monkeypatch.setenv("RANK", "3")
     monkeypatch.setenv("LOCAL_RANK", "1")
     with SystemMetrics(interval=60):
-        pass  # one sample at start
+        time.sleep(0.15)  # one sample, at stop (CPU use needs 0.1 s at least)
     assert _names(events) == {f"system/rank3/process/{m}.value" for m in PROCESS}
     events.clear()
     monkeypatch.setenv("RANK", "2")
     monkeypatch.setenv("LOCAL_RANK", "0")
     with SystemMetrics(interval=60, process=False, gpu=False):
-        pass
+        time.sleep(0.15)
     assert {f"system/rank2/host/{m}.value" for m in HOST} <= _names(events)
     assert all(name.startswith("system/rank2/host/") for name in _names(events))
 
@@ -162,6 +163,9 @@ def test_a_failing_handler_does_not_stop_sampling_and_is_raised_by_stop() -> Non
         ({"interval": 1.0, "window": 0.5}, ValueError, "window"),
         ({"aggregations": ("mean",)}, TypeError, "aggregations"),
         ({"prefix": ""}, TypeError, "prefix"),
+        ({"writer": object()}, TypeError, "writer"),
+        ({"writer": SimpleNamespace(add_scalar=print), "window": 60.0}, ValueError, "window"),
+        ({"step": 5}, TypeError, "step"),
     ],
 )
 def test_bad_arguments_are_refused_by_name(kwargs: dict[str, Any], error: type, word: str) -> None:
@@ -193,3 +197,67 @@ def test_integrations_import_nothing_heavy_until_used() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_samples_written_at_the_training_step_with_plain_tags_and_no_first_sample_spike(
+    tmp_path: Path,
+) -> None:
+    """writer= and step=: tags as people name them, steps of the training, CPU % primed."""
+
+    class Trainer:  # anything with a global_step, as Lightning's Trainer or HF's TrainerState
+        global_step = 0
+
+    trainer = Trainer()
+    writer = SummaryWriter(tmp_path / "run")
+    process_cpu = []
+    with SystemMetrics(interval=0.2, writer=writer, step=trainer, gpu=False) as sampler:
+        for step in range(100, 106):
+            trainer.global_step = step
+            before = time.process_time()
+            _spin(0.25)  # one thread busy: the process uses at most one core's worth
+            process_cpu.append(100 * (time.process_time() - before) / 0.25)
+    writer.close()
+    acc = load_run(tmp_path / "run")
+    tags = set(acc.Tags()["scalars"])
+    assert {f"system/process/{m}" for m in PROCESS} | {f"system/host/{m}" for m in HOST} <= tags
+    assert not any(tag.endswith(".value") for tag in tags)
+    host = acc.Scalars("system/host/cpu_percent")
+    steps = [e.step for e in host]
+    rss = acc.Scalars("system/process/rss_mib")
+    assert len(rss) == sampler.samples >= 5 and steps == sorted(steps)
+    # the last sample (at stop) leaves out a CPU reading over less than 0.1 s
+    assert sampler.samples - 1 <= len(steps) <= sampler.samples
+    assert set(steps) <= set(range(100, 106))  # the training's steps, not sample indices
+    first = host[0].value
+    assert 0 < first <= 100  # was 0.0: psutil's first reading measures nothing
+    proc = [e.value for e in acc.Scalars("system/process/cpu_percent")]
+    assert 0 < proc[0] <= 120  # was 139% for one busy thread
+    assert max(proc) <= 120
+    # the mean share of a core matches what the process itself measured, within noise
+    assert abs(sum(proc) / len(proc) - sum(process_cpu) / len(process_cpu)) < 35
+    rates = {t for t in tags if t.endswith("_per_s")}
+    if psutil.disk_io_counters() is not None:  # the counters are primed: the first sample has them
+        assert len(acc.Scalars("system/host/disk_read_mib_per_s")) == len(rss)
+    assert {"system/host/net_recv_mib_per_s", "system/host/net_sent_mib_per_s"} <= rates
+
+
+def test_a_callable_step_source_and_a_step_source_that_fails(tmp_path: Path) -> None:
+    writer = SummaryWriter(tmp_path / "run")
+    with SystemMetrics(interval=3600, writer=writer, step=lambda: 42, host=False, gpu=False):
+        time.sleep(0.12)
+    with pytest.warns(RuntimeWarning, match="sampling goes on"):
+        sampler = SystemMetrics(interval=0.02, writer=writer, step=lambda: "7", host=False).start()
+        deadline = time.monotonic() + 30
+        while sampler.samples < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with pytest.raises(TypeError, match="not an int"):
+            sampler.stop()
+    writer.close()
+    acc = load_run(tmp_path / "run")
+    assert [e.step for e in acc.Scalars("system/process/rss_mib")] == [42]

@@ -123,7 +123,15 @@ class TensorBoard(keras.callbacks.Callback):
                     stacklevel=2,
                 )
             else:
-                self._writer("train").add_keras_model("keras", config, 0)
+                from tallyboard_graph import GRAPH_TAG
+
+                from .model_graph import layer_graph
+
+                writer = self._writer("train")
+                writer.add_keras_model("keras", config, 0)
+                # a run graph of the layers too: TensorBoard's GRAPHS tab opens a run on its op
+                # graph, which a model config alone lacks ("Malformed GraphDef")
+                writer.emit("graph", GRAPH_TAG, layer_graph(config))
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         self._close_writers()
@@ -185,8 +193,56 @@ class TensorBoard(keras.callbacks.Callback):
             for weight in layer.weights:
                 name = weight.path.replace(":", "_")
                 values = np.asarray(keras.ops.convert_to_numpy(weight))
-                writer.add_histogram(f"{name}/histogram", values, epoch)
-                if self.write_images and values.ndim in (1, 2):
-                    image = values.reshape(1, -1) if values.ndim == 1 else values
-                    writer.add_image(f"{name}/image", image, epoch, dataformats="HW")
+                writer.add_histogram_raw(f"{name}/histogram", *tf_histogram(values), epoch)
+                if self.write_images:
+                    images = weight_images(values)
+                    if images is not None:
+                        writer.add_images(f"{name}/image", images, epoch, dataformats="NHWC")
         writer.flush()
+
+
+#: TensorFlow's (and so Keras') number of histogram buckets.
+BUCKETS = 30
+
+
+def tf_histogram(values: np.ndarray, buckets: int = BUCKETS) -> tuple[Any, ...]:
+    """``add_histogram_raw`` arguments for TensorFlow's histogram of ``values``: ``buckets``
+    equal-width buckets from the minimum to the maximum, a value on an inner edge counted in
+    the bucket to its right and the maximum in the last; all values equal: every bucket is
+    ``[v, v]`` and the last holds them all; no values: all zeros. TensorBoard shows these
+    exactly as the ``[buckets, 3]`` tensor Keras' callback writes."""
+    data = np.asarray(values, dtype=np.float64).reshape(-1)
+    counts = np.zeros(buckets)
+    if data.size == 0:
+        return 0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(buckets), counts
+    low, high = float(data.min()), float(data.max())
+    if high == low:
+        counts[-1] = data.size
+        edges = np.full(buckets + 1, low)
+    else:
+        width = (high - low) / buckets
+        index = np.minimum(np.floor((data - low) / width).astype(np.int64), buckets - 1)
+        counts = np.bincount(index, minlength=buckets).astype(np.float64)
+        edges = np.linspace(low, high, buckets + 1)
+        edges[-1] = high
+    total = float(data.sum())
+    return low, high, float(data.size), total, float(data.dot(data)), edges[1:], counts
+
+
+def weight_images(values: np.ndarray) -> np.ndarray | None:
+    """A weight as Keras' callback draws it (NHWC), or None where Keras draws none: squeezed,
+    a vector (a bias) is one column, a matrix is wider than tall, a 3-D conv kernel is one
+    image per output channel (the first three, as ``max_outputs``); a scalar (a bias of shape
+    ``(1,)``) and anything else gets no image."""
+    w = np.squeeze(values)
+    if w.ndim == 1:
+        return w.reshape(1, w.shape[0], 1, 1)
+    if w.ndim == 2:
+        if w.shape[0] > w.shape[1]:
+            w = w.T
+        return w.reshape(1, w.shape[0], w.shape[1], 1)
+    if w.ndim == 3:
+        if keras.backend.image_data_format() == "channels_last":
+            w = np.transpose(w, (2, 0, 1))
+        return w.reshape(w.shape[0], w.shape[1], w.shape[2], 1)[:3]
+    return None

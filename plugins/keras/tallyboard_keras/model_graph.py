@@ -42,3 +42,45 @@ def encode_tfevents(tag: str, step: int | None, wall_time: float, config: str) -
     tensor = TensorProto(dtype=DT_STRING, tensor_shape=shape([]), string_val=[config.encode()])
     value = SummaryValue(tag=tag, metadata=metadata(PLUGIN_NAME, PLUGIN_CONTENT), tensor=tensor)
     return summary_event(step, wall_time, [value])
+
+
+def _inputs_of(layer: dict[str, Any]) -> list[str]:
+    """The layers a functional model's layer takes its inputs from (``keras_history`` names)."""
+    found: list[str] = []
+
+    def walk(item: Any) -> None:
+        if isinstance(item, dict):
+            history = item.get("config", {}).get("keras_history") if "config" in item else None
+            if isinstance(history, list) and history and isinstance(history[0], str):
+                found.append(history[0])
+                return
+            for value in item.values():
+                walk(value)
+        elif isinstance(item, list):
+            for value in item:
+                walk(value)
+
+    walk(layer.get("inbound_nodes", []))
+    return list(dict.fromkeys(found))
+
+
+def layer_graph(config_json: str) -> bytes:
+    """A serialized GraphDef of a model's layers (one node per layer, op = its class, inputs as
+    the model connects them), which TensorBoard's GRAPHS tab opens on and draws."""
+    from tallyboard_graph.proto import GraphDef
+
+    config = json.loads(config_json)
+    body = config.get("config", {})
+    model = str(body.get("name") or config.get("class_name") or "model")
+    layers = [layer for layer in body.get("layers", []) if isinstance(layer, dict)]
+    graph = GraphDef()
+    previous: str | None = None
+    for layer in layers:
+        name = str(layer.get("config", {}).get("name") or layer.get("name") or "layer")
+        node = graph.node.add(name=f"{model}/{name}", op=str(layer.get("class_name", "Layer")))
+        if "inbound_nodes" in layer:  # a functional model: its own wiring
+            node.input.extend(f"{model}/{source}" for source in _inputs_of(layer))
+        elif previous is not None:  # a Sequential model: a chain
+            node.input.append(previous)
+        previous = node.name
+    return bytes(graph.SerializeToString())

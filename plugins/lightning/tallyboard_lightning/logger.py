@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import time
 from argparse import Namespace
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, is_dataclass
 from typing import Any
 
 try:  # the unified ``lightning`` package first, then the standalone ``pytorch_lightning``
@@ -21,30 +23,36 @@ except ImportError:  # pragma: no cover - exercised only where lightning is abse
     )
 
 from tallyboard import SummaryWriter, paths
-
-#: Lightning adds its epoch counter to every metrics dict; it is no metric of the trial.
-_NOT_A_METRIC = frozenset({"epoch"})
+from tallyboard_hparams.session import end_session, start_session
 
 
 def _flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts (and Namespaces) as one level: ``{"opt": {"lr": 1}}`` -> ``{"opt/lr": 1}``."""
+    """Nested dicts, Namespaces, dataclasses and lists of dicts as one level, as
+    ``TensorBoardLogger`` flattens them: ``{"opt": {"lr": 1}}`` -> ``{"opt/lr": 1}``,
+    ``{"dl": [{"a": 1}]}`` -> ``{"dl/0/a": 1}``."""
     out: dict[str, Any] = {}
     for key, value in params.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Namespace):
+        if is_dataclass(value) and not isinstance(value, type):
+            value = asdict(value)
+        elif isinstance(value, Namespace):
             value = vars(value)
         if isinstance(value, Mapping):
             out.update(_flatten(value, f"{name}/"))
+        elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            for i, item in enumerate(value):
+                out.update(_flatten(item, f"{name}/{i}/"))
         else:
             out[name] = value
     return out
 
 
 def _hparam(value: Any) -> Any:
-    """A value the HPARAMS tab can show: bool, number or str (a 0-d tensor as its number)."""
+    """A value the HPARAMS tab can show: bool, number or str (a 0-d tensor as its number);
+    anything else, None included, as its ``str`` (``"None"``), as ``TensorBoardLogger`` does."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**53:
         return str(value)  # beyond float64's exact integers: shown exactly, as text
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if isinstance(value, (bool, int, float, str)):
         return value
     item = getattr(value, "item", None)
     if callable(item) and getattr(value, "ndim", None) == 0:
@@ -60,12 +68,21 @@ class TallyboardLogger(Logger):
     (``["tfevents", "csv"]``, URLs too); other keyword arguments go to
     :class:`tallyboard.SummaryWriter` (``max_queue``, ``flush_secs``, ``filename_suffix``, ...).
 
-    Better than ``TensorBoardLogger``: the HPARAMS tab links the hyper-parameters to this run's
-    own metric curves (every scalar it logged), not to a placeholder; they are written when
-    the run ends (``finalize``), once all metric names are known. With ``default_hp_metric``
-    and no metrics given, ``hp_metric = -1`` is logged as ``TensorBoardLogger`` does. Ranks
-    above zero write nothing and get a no-op ``experiment``. Both ``lightning.pytorch.Trainer``
-    and the standalone ``pytorch_lightning.Trainer`` take it.
+    As ``TensorBoardLogger``: ``log_hyperparams`` writes the hyper-parameters at once (the
+    session start of the HPARAMS tab, and ``hparams.yaml`` in the version folder), so a run
+    killed mid-way still has them; nested dicts are flattened with ``/`` and values that are
+    no bool, number or str (None too) are shown as their ``str``; with ``default_hp_metric``
+    and no metrics given, ``hp_metric = -1`` is logged.
+
+    Better than ``TensorBoardLogger``: when the run ends (``finalize``) the session is ended
+    with its status (a fit that raised shows as failed), and no experiment summary is written,
+    so the HPARAMS tab's metrics are the runs' own curves (every scalar they logged), not a
+    placeholder, and runs with other hyper-parameters in the same log dir keep their columns. ``save()``, which Lightning
+    calls after every logging step, writes what is pending at most every ``save_secs``
+    seconds instead of after every step (the writer also writes on its own every
+    ``flush_secs``; ``finalize`` writes everything). Ranks above zero write nothing and get a
+    no-op ``experiment``. Both ``lightning.pytorch.Trainer`` and the standalone
+    ``pytorch_lightning.Trainer`` take it.
     """
 
     LOGGER_JOIN_CHAR = "-"
@@ -81,6 +98,7 @@ class TallyboardLogger(Logger):
         sub_dir: str | os.PathLike[str] | None = None,
         *,
         sinks: Sequence[str] | None = None,
+        save_secs: float = 5.0,
         **writer_kwargs: Any,
     ) -> None:
         super().__init__()
@@ -104,11 +122,17 @@ class TallyboardLogger(Logger):
         self._log_graph = bool(log_graph)
         self._default_hp_metric = bool(default_hp_metric)
         self._prefix = prefix
+        if isinstance(save_secs, bool) or not isinstance(save_secs, (int, float)):
+            raise TypeError(f"save_secs must be a number, got {type(save_secs).__name__}")
+        if not 0 <= save_secs < float("inf"):
+            raise ValueError(f"save_secs must be a finite number >= 0, got {save_secs!r}")
+        self._save_secs = float(save_secs)
+        self._last_save = time.monotonic()
         self._sinks = list(sinks) if sinks is not None else None
         self._writer_kwargs = writer_kwargs
         self._experiment: SummaryWriter | None = None
-        self._hparams: dict[str, Any] | None = None  # written at finalize
-        self._metric_tags: dict[str, None] = {}  # scalar tags this run logged, in order
+        self.hparams: dict[str, Any] = {}  #: as given to ``log_hyperparams``: ``hparams.yaml``
+        self._hparams: dict[str, Any] | None = None  # flattened, for the session's end
 
     # -- where ----------------------------------------------------------------------------------
 
@@ -181,8 +205,6 @@ class TallyboardLogger(Logger):
                 self.experiment.add_scalars(tag, dict(value), step)
                 continue
             self.experiment.add_scalar(tag, value, step)
-            if key not in _NOT_A_METRIC:
-                self._metric_tags[tag] = None
 
     @rank_zero_only
     def log_hyperparams(
@@ -191,7 +213,7 @@ class TallyboardLogger(Logger):
         metrics: Mapping[str, Any] | float | None = None,
         step: int | None = None,
     ) -> None:
-        """Keep ``params`` for the HPARAMS tab (written at ``finalize``); log ``metrics`` now."""
+        """Write ``params`` now (session start and ``hparams.yaml``); log ``metrics`` now."""
         if isinstance(params, Namespace):
             params = vars(params)
         if not isinstance(params, Mapping):
@@ -199,6 +221,7 @@ class TallyboardLogger(Logger):
                 f"params must be a dict or argparse.Namespace, got {type(params).__name__}"
             )
         flat = {str(k): _hparam(v) for k, v in _flatten(params).items()}
+        self.hparams.update(params)
         self._hparams = {**(self._hparams or {}), **flat}
         if metrics is None:
             metrics = {"hp_metric": -1} if self._default_hp_metric else {}
@@ -206,6 +229,20 @@ class TallyboardLogger(Logger):
             metrics = {"hp_metric": metrics}
         if metrics:
             self.log_metrics(metrics, step)
+        start_session(self.experiment, self._hparams, step)
+        self.experiment.flush()  # on disk now: a run killed later still has its hparams
+        self._save_hparams_file()
+
+    def _save_hparams_file(self) -> None:
+        """``hparams.yaml`` in the version folder, as ``TensorBoardLogger`` writes it."""
+        try:
+            from lightning.pytorch.core.saving import save_hparams_to_yaml
+        except ImportError:  # pragma: no cover - the standalone package only
+            from pytorch_lightning.core.saving import (  # type: ignore[no-redef]
+                save_hparams_to_yaml,
+            )
+
+        save_hparams_to_yaml(paths.join(self.log_dir, "hparams.yaml"), self.hparams)
 
     @rank_zero_only
     def log_graph(self, model: Any, input_array: Any = None) -> None:
@@ -229,16 +266,20 @@ class TallyboardLogger(Logger):
 
     @rank_zero_only
     def save(self) -> None:
-        """Everything logged so far is stored when this returns."""
-        if self._experiment is not None:
+        """Write what is pending if ``save_secs`` have passed since the last time (Lightning
+        calls this after every logging step; ``finalize`` writes everything)."""
+        if self._experiment is None:
+            return
+        now = time.monotonic()
+        if now - self._last_save >= self._save_secs:
+            self._last_save = now
             self._experiment.flush()
 
     @rank_zero_only
     def finalize(self, status: str) -> None:
-        """Attach the hyper-parameters to this run's metrics, then close the writer."""
+        """End the hparams session with ``status`` ("success", "failed"), close the writer."""
         if self._hparams is not None:
-            metrics: dict[str, Any] = dict.fromkeys(self._metric_tags)
-            self.experiment.add_hparams(self._hparams, metrics, own_run=True)
+            end_session(self.experiment, status if status in ("success", "failed") else "unknown")
             self._hparams = None
         if self._experiment is not None:
             self._experiment.close()

@@ -1,18 +1,26 @@
-"""System metrics: a background sampler that feeds ``tallyboard.monitor`` Stats.
+"""System metrics: a background sampler that writes scalars or feeds ``tallyboard.monitor`` Stats.
 
-``SystemMetrics(interval=1.0)`` samples, on a thread of its own, the process's CPU use and
+``SystemMetrics(interval=1.0, writer=writer, step=trainer)`` samples, on a thread of its own, the process's CPU use and
 memory, the host's CPU, memory, disk and network I/O (psutil) and, where NVML answers, each
 GPU's utilisation, memory, power and temperature (nvidia-ml-py, imported lazily; no GPU or no
-driver: those stats are simply absent). Every value goes through a :class:`tallyboard.monitor.Stat`,
-so the registered event handlers receive it like any Stat event; a
-:class:`~tallyboard.monitor.TensorboardEventHandler` writes ``system/host/cpu_percent.value`` ...::
+driver: those stats are simply absent). With ``writer`` every sample is written as scalars
+``system/host/cpu_percent``, ``system/process/rss_mib``, ... at the training step ``step``
+gives (a callable returning the step, or an object with a ``global_step`` such as Lightning's
+``Trainer`` or transformers' ``TrainerState``; none: the sample's index), so they line up with
+the training curves::
 
-    handle = register_event_handler(TensorboardEventHandler(writer))
-    with SystemMetrics(interval=1.0):
+    with SystemMetrics(interval=1.0, writer=writer, step=lambda: global_step):
         train()
 
-By default each sample is its own event (aggregation ``VALUE``); ``window=60.0`` instead emits
-one event per 60 s window with ``aggregations`` (``MEAN`` and ``MAX`` by default).
+Without ``writer`` every value goes through a :class:`tallyboard.monitor.Stat`, so the
+registered event handlers receive it like any Stat event (a
+:class:`~tallyboard.monitor.TensorboardEventHandler` names it ``<stat>.value``); each sample is
+its own event (aggregation ``VALUE``), or ``window=60.0`` emits one event per 60 s window with
+``aggregations`` (``MEAN`` and ``MAX`` by default).
+
+CPU use is a rate: the counters are read once at ``start()`` and the first sample comes one
+``interval`` later (a CPU reading over less than 0.1 s is left out of a sample, never shown as
+a spike); ``stop()`` takes a last sample.
 
 Ranks (``tallyboard.ranks.discovery.current()``): in a job of several processes every rank samples its own
 process (``system/rank<R>/process/...``) while only local rank 0 samples what the host shares
@@ -31,12 +39,15 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 from tallyboard.monitor import MAX, MEAN, VALUE, Aggregation, Stat
 from tallyboard.values import check_positive_number
 
 __all__ = ["SystemMetrics"]
 
 _MIB = 1024.0 * 1024.0
+#: Shortest time a CPU reading is measured over; a shorter one is left out of the sample.
+MIN_CPU_WINDOW = 0.1
 #: Longest ``stop()`` waits for the sampler thread beyond one sample, in seconds.
 STOP_TIMEOUT = 10.0
 
@@ -44,10 +55,12 @@ STOP_TIMEOUT = 10.0
 class SystemMetrics:
     """Sample system metrics every ``interval`` seconds on a background thread into Stats.
 
-    ``prefix`` starts every Stat name; ``process``, ``host`` and ``gpu`` switch those groups
-    off. ``start()``/``stop()`` or use it as a context manager; ``stop()`` emits what the
-    current windows hold, and raises the first error a sample met (an event handler failing,
-    say), after sampling went on regardless.
+    ``prefix`` starts every name; ``process``, ``host`` and ``gpu`` switch those groups off.
+    ``writer`` (anything with ``add_scalar``) takes the samples as scalars at the step ``step``
+    gives; without it they go to Stats. ``start()``/``stop()`` or use it as a context manager;
+    ``stop()`` takes a last sample, emits what the current windows hold, and raises the first
+    error a sample met (a handler or the writer failing, say), after sampling went on
+    regardless.
     """
 
     def __init__(
@@ -60,6 +73,8 @@ class SystemMetrics:
         process: bool = True,
         host: bool = True,
         gpu: bool = True,
+        writer: Any = None,
+        step: Any = None,
     ) -> None:
         self.interval = check_positive_number(interval, "interval")
         if window is not None:
@@ -75,6 +90,17 @@ class SystemMetrics:
         if not isinstance(prefix, str) or not prefix:
             raise TypeError(f"prefix must be a non-empty str, got {prefix!r}")
         self.prefix = prefix.rstrip("/")
+        if writer is not None and not callable(getattr(writer, "add_scalar", None)):
+            raise TypeError(f"writer must have an add_scalar method, got {type(writer).__name__}")
+        if writer is not None and window is not None:
+            raise ValueError("window aggregates Stats; with writer= every sample is written")
+        if step is not None and not callable(step) and not hasattr(step, "global_step"):
+            raise TypeError(
+                "step must be a callable returning the step or an object with a global_step, "
+                f"got {type(step).__name__}"
+            )
+        self.writer = writer
+        self._step_source = step
         self._want = {"process": bool(process), "host": bool(host), "gpu": bool(gpu)}
         self._stats: dict[str, Stat] = {}
         self._thread: threading.Thread | None = None
@@ -89,7 +115,7 @@ class SystemMetrics:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> SystemMetrics:
-        """Start sampling (one sample now, then every ``interval``); returns self."""
+        """Start sampling (counters read now, a sample every ``interval``); returns self."""
         if self._thread is not None:
             raise RuntimeError("SystemMetrics is already running; stop() it first")
         self._setup()
@@ -108,6 +134,10 @@ class SystemMetrics:
         if thread.is_alive():
             raise TimeoutError(f"the system metrics thread did not stop in {STOP_TIMEOUT} s")
         errors: list[BaseException] = []
+        try:
+            self._sample()  # the last stretch, up to now
+        except Exception as exc:
+            errors.append(exc)
         for stat in self._stats.values():
             try:
                 stat.close()
@@ -169,17 +199,35 @@ class SystemMetrics:
             self._stats[name] = stat
         return stat
 
+    def _step(self) -> int:
+        """The step of the sample being written: from ``step``, else the sample's index."""
+        source = self._step_source
+        if source is None:
+            return self.samples
+        value = source() if callable(source) else source.global_step
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"the step source gave {value!r}, not an int")
+        return int(value)
+
     def _sample(self) -> dict[str, float]:
-        """Take one sample now and add it to the Stats; returns ``{stat name: value}``."""
+        """Take one sample now and write it (or add it to the Stats); returns ``{name: value}``."""
         values: dict[str, float] = {}
         for sampler in self._samplers:
             values.update(sampler())
         first: Exception | None = None
-        for name, value in values.items():
+        if self.writer is not None:
             try:
-                self._stat(name).add(value)
-            except Exception as exc:  # a handler failed: every other Stat still gets its value
-                first = first or exc
+                step, wall = self._step(), time.time()
+                for name, value in values.items():
+                    self.writer.add_scalar(name, value, step, walltime=wall)
+            except Exception as exc:
+                first = exc
+        else:
+            for name, value in values.items():
+                try:
+                    self._stat(name).add(value)
+                except Exception as exc:  # a handler failed: every other Stat still gets it
+                    first = first or exc
         self.samples += 1
         self.last = values
         if first is not None:
@@ -187,8 +235,8 @@ class SystemMetrics:
         return values
 
     def _loop(self) -> None:
-        next_at = time.monotonic()
-        while True:
+        next_at = time.monotonic() + self.interval
+        while not self._stop.wait(max(0.0, next_at - time.monotonic())):
             started = time.thread_time()
             try:
                 self._sample()
@@ -205,8 +253,6 @@ class SystemMetrics:
             now = time.monotonic()
             if next_at < now:  # fell behind (suspended, overloaded): skip, do not burst
                 next_at = now + self.interval
-            if self._stop.wait(next_at - now):
-                return
 
 
 def _rate(
@@ -220,24 +266,60 @@ def _rate(
     return max(0.0, count - previous[1]) / (now - previous[0])
 
 
+class _CpuPercent:
+    """CPU use in % over the time since the previous reading of its own counters (psutil's
+    module-wide ``cpu_percent`` state is shared with every other caller, so it is not used).
+    ``read()`` is None while less than :data:`MIN_CPU_WINDOW` has passed."""
+
+    def __init__(self, busy_and_total: Callable[[], tuple[float, float]]) -> None:
+        self._read = busy_and_total
+        self._last = busy_and_total()
+
+    def read(self) -> float | None:
+        busy, total = self._read()
+        last_busy, last_total = self._last
+        if total - last_total < MIN_CPU_WINDOW:
+            return None  # too short to measure: the next reading covers a longer stretch
+        self._last = (busy, total)
+        return max(0.0, 100.0 * (busy - last_busy) / (total - last_total))
+
+
 def _process_sampler(psutil: Any, base: str) -> Callable[[], list[tuple[str, float]]]:
     proc = psutil.Process()
-    proc.cpu_percent(None)  # the first reading only sets the reference point
+
+    def busy_and_wall() -> tuple[float, float]:
+        times = proc.cpu_times()
+        return times.user + times.system, time.monotonic()
+
+    cpu = _CpuPercent(busy_and_wall)
 
     def sample() -> list[tuple[str, float]]:
         with proc.oneshot():
             memory = proc.memory_info()
-            return [
-                (base + "/cpu_percent", proc.cpu_percent(None)),
+            out = [
                 (base + "/rss_mib", memory.rss / _MIB),
                 (base + "/threads", float(proc.num_threads())),
             ]
+        percent = cpu.read()
+        if percent is not None:
+            out.insert(0, (base + "/cpu_percent", percent))
+        return out
 
     return sample
 
 
+def _host_busy_and_total(psutil: Any) -> tuple[float, float]:
+    """The CPUs' busy and total seconds, per CPU (idle and I/O wait are not busy; guest time is
+    already counted in user time, so it is left out of the total)."""
+    times = psutil.cpu_times()
+    total = sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
+    busy = total - times.idle - getattr(times, "iowait", 0.0)
+    cpus = psutil.cpu_count() or 1
+    return busy / cpus, total / cpus
+
+
 def _host_sampler(psutil: Any, base: str) -> Callable[[], list[tuple[str, float]]]:
-    psutil.cpu_percent(None)
+    cpu = _CpuPercent(lambda: _host_busy_and_total(psutil))
     last: dict[str, tuple[float, float]] = {}
 
     def counters(
@@ -248,13 +330,7 @@ def _host_sampler(psutil: Any, base: str) -> Callable[[], list[tuple[str, float]
             if rate is not None:
                 out.append((base + name, rate))
 
-    def sample() -> list[tuple[str, float]]:
-        memory = psutil.virtual_memory()
-        out = [
-            (base + "/cpu_percent", psutil.cpu_percent(None)),
-            (base + "/memory_used_percent", float(memory.percent)),
-            (base + "/memory_available_mib", memory.available / _MIB),
-        ]
+    def io(out: list[tuple[str, float]]) -> None:
         now = time.monotonic()
         disk = psutil.disk_io_counters()
         if disk is not None:  # None where the kernel exposes no disk statistics
@@ -276,6 +352,19 @@ def _host_sampler(psutil: Any, base: str) -> Callable[[], list[tuple[str, float]
                     ("/net_sent_mib_per_s", net.bytes_sent / _MIB),
                 ),
             )
+
+    io([])  # the counters' first reading: the first sample has rates too
+
+    def sample() -> list[tuple[str, float]]:
+        memory = psutil.virtual_memory()
+        out = [
+            (base + "/memory_used_percent", float(memory.percent)),
+            (base + "/memory_available_mib", memory.available / _MIB),
+        ]
+        percent = cpu.read()
+        if percent is not None:
+            out.insert(0, (base + "/cpu_percent", percent))
+        io(out)
         return out
 
     return sample

@@ -10,12 +10,10 @@ from typing import Any
 from tallyboard import SummaryWriter, paths
 from tallyboard.faces.summary_writer import default_log_dir, parse_sinks
 from tallyboard.plugin.registry import get_registry
+from tallyboard_hparams.session import end_session, start_session
 from transformers import TrainerCallback
 
 log = logging.getLogger(__name__)
-
-#: The Trainer logs its epoch counter with every record; it is no metric of the trial.
-_NOT_A_METRIC = frozenset({"train/epoch"})
 
 
 def _rewrite_logs(logs: dict[str, Any]) -> dict[str, Any]:
@@ -43,9 +41,10 @@ class TallyboardCallback(TrainerCallback):
 
     Better than the built-in one: records are not flushed after every log (the writer stores
     them in batches, and everything is stored after each evaluation, each checkpoint and at
-    the end); when training ends the training arguments are attached to this run as
-    hyper-parameters with every metric it logged, so TensorBoard's HPARAMS tab shows the run's
-    own curves; only the world's process zero writes.
+    the end); the training arguments are this run's hyper-parameters in TensorBoard's HPARAMS
+    tab (written when training begins, the session ended as a success when it ends; no
+    experiment summary, so the tab's metrics are this run's own curves and runs of other
+    trainers in the same log dir keep their columns); only the world's process zero writes.
     """
 
     def __init__(
@@ -63,7 +62,6 @@ class TallyboardCallback(TrainerCallback):
         self.sinks = None if sinks is None else list(sinks)
         self.writer_kwargs = writer_kwargs
         self.writer: SummaryWriter | None = None
-        self._metric_tags: dict[str, None] = {}
 
     def _open(self, args: Any, state: Any) -> SummaryWriter:
         if self.writer is None:
@@ -77,7 +75,8 @@ class TallyboardCallback(TrainerCallback):
                     log_dir, paths.safe_relpath(str(state.trial_name), "trial_name")
                 )
             self.writer = SummaryWriter(log_dir, sinks=self.sinks, **self.writer_kwargs)
-            self._metric_tags = {}
+            start_session(self.writer, args.to_sanitized_dict())
+            self.writer.flush()  # on disk now: a run killed later still has its hparams
         return self.writer
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -98,8 +97,6 @@ class TallyboardCallback(TrainerCallback):
         for tag, value in _rewrite_logs(logs).items():
             if isinstance(value, (int, float)):
                 writer.add_scalar(tag, value, state.global_step)
-                if tag not in _NOT_A_METRIC:
-                    self._metric_tags[tag] = None
             elif isinstance(value, str):
                 writer.add_text(tag, value, state.global_step)
             else:
@@ -120,7 +117,6 @@ class TallyboardCallback(TrainerCallback):
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.writer is None:  # not process zero, or nothing logged
             return
-        metrics: dict[str, Any] = dict.fromkeys(self._metric_tags)
-        self.writer.add_hparams(args.to_sanitized_dict(), metrics, own_run=True)
+        end_session(self.writer, "success")
         self.writer.close()
         self.writer = None
