@@ -54,6 +54,7 @@ def sweep(ray_runtime: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     """Three trials (one fails), logged by Ray's default TBXLoggerCallback in the trial dirs
     and by ours in a log dir of its own."""
     from ray import tune
+    from ray.tune.logger import TBXLoggerCallback
     from tallyboard_raytune import TallyboardLoggerCallback
 
     tmp = tmp_path_factory.mktemp("ray")
@@ -69,7 +70,7 @@ def sweep(ray_runtime: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[
         run_config=tune.RunConfig(
             name="exp",
             storage_path=str(tmp / "storage"),
-            callbacks=[TallyboardLoggerCallback(ours)],  # Ray adds TBXLoggerCallback itself
+            callbacks=[TBXLoggerCallback(), TallyboardLoggerCallback(ours)],
             verbose=0,
         ),
     )
@@ -157,3 +158,33 @@ def test_bad_arguments_are_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no-such-sink"):
         TallyboardLoggerCallback(tmp_path, sinks=["no-such-sink"])
     assert not os.listdir(tmp_path)
+
+
+def test_by_default_each_trial_directory_holds_our_run_alone(
+    ray_runtime: None, tmp_path: Path
+) -> None:
+    """Without log_dir the runs go where TBXLoggerCallback writes, the trial directories, and
+    Tune adds no TBXLoggerCallback beside ours (two event files per trial would double every
+    point); the experiment directory reads back as one table."""
+    import tallyboard
+    from ray import tune
+    from tallyboard_raytune import TallyboardLoggerCallback
+
+    results = tune.Tuner(
+        _trainable,
+        param_space={"lr": tune.grid_search([0.2, 0.02]), "fail": False},
+        run_config=tune.RunConfig(
+            name="exp2",
+            storage_path=str(tmp_path),
+            callbacks=[TallyboardLoggerCallback()],
+            verbose=0,
+        ),
+    ).fit()
+    assert not results.errors
+    for result in results:
+        events = [p for p in os.listdir(result.path) if p.startswith("events.out.tfevents")]
+        assert len(events) == 1, events
+        assert [e.step for e in load_run(result.path).Scalars("ray/tune/loss")] == [1, 2, 3]
+    table = tallyboard.read(str(tmp_path / "exp2"), kind="hparams").sort_values("lr")
+    assert list(table["lr"]) == [0.02, 0.2]
+    assert list(table["ray/tune/loss"]) == pytest.approx([0.02 / 3, 0.2 / 3])

@@ -77,12 +77,13 @@ class TallyboardLogger(Logger):
     Better than ``TensorBoardLogger``: when the run ends (``finalize``) the session is ended
     with its status (a fit that raised shows as failed), and no experiment summary is written,
     so the HPARAMS tab's metrics are the runs' own curves (every scalar they logged), not a
-    placeholder, and runs with other hyper-parameters in the same log dir keep their columns. ``save()``, which Lightning
-    calls after every logging step, writes what is pending at most every ``save_secs``
-    seconds instead of after every step (the writer also writes on its own every
-    ``flush_secs``; ``finalize`` writes everything). Ranks above zero write nothing and get a
-    no-op ``experiment``. Both ``lightning.pytorch.Trainer`` and the standalone
-    ``pytorch_lightning.Trainer`` take it.
+    placeholder, and runs with other hyper-parameters in the same log dir keep their columns.
+    ``save()``, which Lightning calls after every logging step, writes what is pending at most
+    every ``save_secs`` seconds instead of after every step (the writer also writes on its own
+    every ``flush_secs``; ``finalize`` writes everything). TensorBoard shows the values of the
+    first ``log_hyperparams`` call (``hparams.yaml`` has them all). Ranks above zero write
+    nothing and get a no-op ``experiment``. Both ``lightning.pytorch.Trainer`` and the
+    standalone ``pytorch_lightning.Trainer`` take it.
     """
 
     LOGGER_JOIN_CHAR = "-"

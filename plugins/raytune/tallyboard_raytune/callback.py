@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from ray.tune.logger import LoggerCallback
+from ray.tune.logger import TBXLoggerCallback
 from tallyboard import SummaryWriter, paths
 from tallyboard.faces.summary_writer import parse_sinks
 from tallyboard.plugin.registry import get_registry
@@ -30,9 +30,11 @@ def _flat(result: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-class TallyboardLoggerCallback(LoggerCallback):
+class TallyboardLoggerCallback(TBXLoggerCallback):
     """Each trial's config and reported results as a tallyboard run (drop-in for
-    ``ray.tune.logger.TBXLoggerCallback``).
+    ``ray.tune.logger.TBXLoggerCallback``: a subclass, so Tune does not add its own
+    TensorBoard logger beside it, which would write a second event file into every trial's
+    directory; it needs no tensorboardX).
 
     The run is the trial's directory, or ``<log_dir>/<trial directory name>`` when ``log_dir``
     is given; ``sinks`` chooses tallyboard's sinks and other keyword arguments go to
@@ -60,6 +62,7 @@ class TallyboardLoggerCallback(LoggerCallback):
         if sinks is not None and (isinstance(sinks, str) or not isinstance(sinks, Sequence)):
             raise TypeError(f"sinks must be a list of sink names, got {type(sinks).__name__}")
         parse_sinks(get_registry(), sinks)  # a bad sink fails here, not in the first trial
+        # TBXLoggerCallback.__init__ is not called: it only imports tensorboardX
         self.log_dir = None if log_dir is None else os.fspath(log_dir)
         self.sinks = None if sinks is None else list(sinks)
         self.writer_kwargs = writer_kwargs

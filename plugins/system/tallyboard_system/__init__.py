@@ -134,10 +134,12 @@ class SystemMetrics:
         if thread.is_alive():
             raise TimeoutError(f"the system metrics thread did not stop in {STOP_TIMEOUT} s")
         errors: list[BaseException] = []
+        started = time.thread_time()
         try:
             self._sample()  # the last stretch, up to now
         except Exception as exc:
             errors.append(exc)
+        self.sample_seconds += time.thread_time() - started
         for stat in self._stats.values():
             try:
                 stat.close()
