@@ -705,3 +705,11 @@ def test_count_is_consistent_while_other_threads_add():
     final = s.count
     s.close()
     assert s.get() == {COUNT: float(final)}
+
+
+def test_a_stat_name_that_cannot_be_written_is_refused_when_the_stat_is_made():
+    import pytest
+    from tallyboard import Aggregation, Stat
+
+    with pytest.raises(ValueError, match="name .* cannot be written as UTF-8"):
+        Stat("bad\ud800", [Aggregation.MEAN], 10.0)
