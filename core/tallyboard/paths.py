@@ -13,7 +13,7 @@ def is_url(path: str) -> bool:
     return "://" in path and not _DRIVE.match(path)
 
 
-def _utf8(text: str) -> bool:
+def encodable(text: str) -> bool:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -32,7 +32,7 @@ def safe_relpath(rel: str, arg: str) -> str:
     problem = ""
     if not rel:
         problem = "it is empty"
-    elif not rel.isascii() and not _utf8(rel):
+    elif not rel.isascii() and not encodable(rel):
         problem = "it holds a lone surrogate, which no file name can hold as UTF-8"
     elif any(ord(c) < 32 for c in rel):
         problem = "it contains a control character (NUL, newline, ...)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 import time
 from typing import Any
 
@@ -188,4 +189,19 @@ def check_positive_number(value: Any, arg: str) -> float:
     value = float(value)
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{arg} must be a finite number > 0, got {value!r}")
+    return value
+
+
+def env_seconds(var: str, default: float) -> float:
+    """A positive number of seconds from environment variable ``var`` (``default`` when unset);
+    anything else is a ValueError naming the variable."""
+    text = os.environ.get(var, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{var}={text!r} must be a positive number of seconds")
     return value

@@ -22,7 +22,7 @@ from typing import Any
 from tallyboard import paths, warn
 from tallyboard.faces.writer_methods import WriterMethods
 from tallyboard.plugin.registry import Registry, get_registry
-from tallyboard.plugin.sinks import Deferred, Sink, SinkOptions, SinkSpec
+from tallyboard.plugin.sinks import Deferred, Sink, SinkOptions, SinkSpec, split_sink_url
 from tallyboard.ranks import reduce as distributed
 from tallyboard.ranks.discovery import in_dataloader_worker
 from tallyboard.records import lifecycle
@@ -85,17 +85,7 @@ def parse_sinks(registry: Registry, sinks: Sequence[str] | None) -> list[SinkTar
             raise TypeError(
                 f"sinks entries must be non-empty str (a sink name or URL), got {entry!r}"
             )
-        location: str | None = None
-        name = entry
-        if "://" in entry:
-            scheme, rest = entry.split("://", 1)
-            if "+" in scheme:
-                name, inner = scheme.split("+", 1)
-                location = f"{inner}://{rest}"
-            else:
-                name, location = scheme, rest
-            if not location or location.endswith("://"):
-                raise ValueError(f"sink URL {entry!r} names no location")
+        name, location = split_sink_url(entry)
         try:
             spec = registry.sink(name)
         except ValueError as exc:

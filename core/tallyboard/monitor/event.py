@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from tallyboard.values import check_utf8
+from tallyboard.paths import encodable
 
 #: The name of the events a :class:`~tallyboard.monitor.Stat` emits (torch's name, verbatim).
 STAT_EVENT = "torch.monitor.Stat"
@@ -24,10 +24,11 @@ class data_value_t:  # noqa: N801 - torch's name
 
 def _check_name(name: object, what: str = "name") -> str:
     """A name as a str that every sink can write (a lone surrogate would fail only later)."""
-    if type(name) is str:
-        return name if name.isascii() else check_utf8(name, what)
     if isinstance(name, str):
-        return check_utf8(str(name), what)
+        name = str(name)
+        if name.isascii() or encodable(name):
+            return name
+        raise ValueError(f"{what} {name!r} cannot be written as UTF-8: it holds a lone surrogate")
     if isinstance(name, bytes):
         return name.decode("utf-8")
     raise TypeError(f"{what} must be a str, got {type(name).__name__}")

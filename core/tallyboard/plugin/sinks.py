@@ -85,3 +85,20 @@ class SinkSpec:
             raise ValueError(f"Sink name must be an identifier, got {self.name!r}")
         if not callable(self.open):
             raise TypeError(f"Sink {self.name!r}: open must be callable")
+
+
+def split_sink_url(entry: str) -> tuple[str, str | None]:
+    """A ``sinks=`` entry as (sink name, where it writes): ``"csv"`` -> ("csv", None),
+    ``"csv+s3://bucket/run"`` -> ("csv", "s3://bucket/run"), ``"csv:///tmp/run"`` -> ("csv",
+    "/tmp/run") (the sink registered for that URL scheme)."""
+    if "://" not in entry:
+        return entry, None
+    scheme, rest = entry.split("://", 1)
+    if "+" in scheme:
+        name, inner = scheme.split("+", 1)
+        location = f"{inner}://{rest}"
+    else:
+        name, location = scheme, rest
+    if not location or location.endswith("://"):
+        raise ValueError(f"sink URL {entry!r} names no location")
+    return name, location

@@ -28,7 +28,7 @@ from typing import Any
 from tallyboard import paths
 from tallyboard.plugin.readers import Batch
 from tallyboard.plugin.registry import Registry, get_registry
-from tallyboard.plugin.sinks import Sink, SinkOptions, SinkSpec
+from tallyboard.plugin.sinks import Sink, SinkOptions, SinkSpec, split_sink_url
 from tallyboard.reading.convert import SCALAR, Encoder, _encoder
 from tallyboard.reading.runs import RunReader
 
@@ -87,17 +87,8 @@ def parse_target(reg: Registry, to: str) -> tuple[SinkSpec, str | None]:
     """``"csv+s3://bucket/x"`` -> (the csv sink, ``"s3://bucket/x"``); ``"mlflow"`` -> (it, None)."""
     if not isinstance(to, str) or not to:
         raise TypeError(f"to must be a non-empty str naming a sink or sink URL, got {to!r}")
-    name, location = to, None
-    if "://" in to:
-        scheme, rest = to.split("://", 1)
-        if "+" in scheme:
-            name, inner = scheme.split("+", 1)
-            location = f"{inner}://{rest}"
-        else:
-            name, location = scheme, rest
-        if not location or location.endswith("://"):
-            raise ValueError(f"to={to!r} names no location after the sink")
     try:
+        name, location = split_sink_url(to)
         return reg.sink(name), location
     except ValueError as exc:
         raise ValueError(f"to={to!r}: {exc}") from None

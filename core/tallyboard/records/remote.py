@@ -26,7 +26,6 @@ be overwritten by an older one.
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 import weakref
@@ -34,6 +33,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from tallyboard.records import lifecycle
+from tallyboard.values import env_seconds
 
 PART_SEPARATOR = ".part"
 PART_DIGITS = 8
@@ -48,16 +48,7 @@ T = TypeVar("T")
 
 def deadline() -> float:
     """Seconds one call to remote storage may take (``TALLYBOARD_REMOTE_DEADLINE``, default 60)."""
-    text = os.environ.get(DEADLINE_ENV, "").strip()
-    if not text:
-        return DEFAULT_DEADLINE
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{DEADLINE_ENV}={text!r} must be a positive number of seconds")
-    return value
+    return env_seconds(DEADLINE_ENV, DEFAULT_DEADLINE)
 
 
 class _Call:

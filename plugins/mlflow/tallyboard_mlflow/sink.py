@@ -11,7 +11,6 @@ local files keep every value: ``tallyboard sync`` sends them later).
 from __future__ import annotations
 
 import logging
-import math
 import os
 import sys
 import threading
@@ -19,6 +18,7 @@ import time
 from typing import Any
 
 from tallyboard import Deferred, SinkOptions
+from tallyboard.values import env_seconds
 from tallyboard.warn import SinkWarning
 
 from . import record
@@ -65,16 +65,7 @@ class Refused(Exception):
 
 def deadline() -> float:
     """Seconds ``flush()`` and ``close()`` wait for MLflow at most (``TALLYBOARD_MLFLOW_DEADLINE``)."""
-    text = os.environ.get(DEADLINE_ENV, "").strip()
-    if not text:
-        return DEFAULT_DEADLINE
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{DEADLINE_ENV}={text!r} must be a positive number of seconds")
-    return value
+    return env_seconds(DEADLINE_ENV, DEFAULT_DEADLINE)
 
 
 def is_refusal(exc: BaseException) -> bool:
