@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.server
 import logging
 import re
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ import pytest
 from conftest import load_run
 from tallyboard import SummaryWriter, read
 from tallyboard.reading import fetch as fetch_mod
+from tcp_proxy import Forwarder
 
 BUCKET = "tallyboard-sweep"
 
@@ -29,40 +29,16 @@ def _write(path: Path, steps: int, tags: tuple[str, ...]) -> None:
                 w.add_scalar(tag, 1.0 / (s + 1) + k, s)
 
 
-class RequestLog:
-    """A TCP forwarder on 127.0.0.1 that records the request line of every HTTP request."""
+class RequestLog(Forwarder):
+    """Records the request line of every HTTP request."""
 
     def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream, self.requests = upstream, []  # type: ignore[var-annotated]
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port = self._server.getsockname()[1]
-        self._open: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.requests: list[bytes] = []
+        super().__init__(upstream)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._server.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.upstream)
-            self._open += [client, upstream]
-            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket, log: bool) -> None:
-        try:
-            while data := src.recv(65536):
-                if log:
-                    self.requests += re.findall(rb"(?:GET|HEAD|PUT|POST) (\S+) HTTP/1", data)
-                dst.sendall(data)
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        self._server.close()
-        for s in self._open:
-            s.close()
+    def seen(self, data: bytes, outgoing: bool) -> None:
+        if outgoing:
+            self.requests += re.findall(rb"(?:GET|HEAD|PUT|POST) (\S+) HTTP/1", data)
 
 
 @pytest.fixture(scope="module")

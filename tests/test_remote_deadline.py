@@ -4,7 +4,6 @@ holds every byte while paused) cannot hold flush() past it, and nothing is lost 
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -12,44 +11,23 @@ from typing import Any
 
 import pytest
 from tallyboard.records.remote import RemoteAppendFile, read_parts
+from tcp_proxy import Forwarder
 
 
-class PausableProxy:
-    """A TCP forwarder on 127.0.0.1; while paused it holds what it receives (a stalled network)."""
+class PausableProxy(Forwarder):
+    """While paused it holds what it receives (a stalled network)."""
 
     def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
         self.running = threading.Event()
         self.running.set()
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port = self._server.getsockname()[1]
-        self._open: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(upstream)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._server.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.upstream)
-            self._open += [client, upstream]
-            for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                self.running.wait()
-                dst.sendall(data)
-        except OSError:
-            pass
+    def seen(self, data: bytes, outgoing: bool) -> None:
+        self.running.wait()
 
     def close(self) -> None:
         self.running.set()
-        self._server.close()
-        for s in self._open:
-            s.close()
+        super().close()
 
 
 @pytest.fixture

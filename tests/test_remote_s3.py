@@ -9,7 +9,6 @@ import csv
 import io
 import json
 import logging
-import socket
 import threading
 import warnings
 from collections.abc import Iterator
@@ -21,54 +20,23 @@ from conftest import load_run
 from tallyboard import SummaryWriter
 from tallyboard.faces.summary_writer import SinkWarning
 from tallyboard.records.remote import read_parts
+from tcp_proxy import Forwarder
 
 BUCKET = "tallyboard-test"
 
 
-class CountingProxy:
-    """A TCP forwarder on 127.0.0.1 that counts the bytes clients send upstream."""
+class CountingProxy(Forwarder):
+    """Counts the bytes clients send upstream."""
 
     def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
         self.sent = 0
         self._lock = threading.Lock()
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port = self._server.getsockname()[1]
-        self._open: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-        self._thread.start()
+        super().__init__(upstream)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._server.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.upstream)
-            self._open += [client, upstream]
-            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket, count: bool) -> None:
-        try:
-            while data := src.recv(65536):
-                if count:
-                    with self._lock:
-                        self.sent += len(data)
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        self._server.close()
-        for s in self._open:
-            s.close()
+    def seen(self, data: bytes, outgoing: bool) -> None:
+        if outgoing:
+            with self._lock:
+                self.sent += len(data)
 
 
 @pytest.fixture(scope="module")
