@@ -1,7 +1,12 @@
 """Side-by-side cost of tallyboard.monitor and torch.monitor, in one process.
 
-Each case is timed for both libraries in alternating repeats (so background load hits both
-alike); the table shows the median microseconds per call and the ratio tallyboard / torch.
+The whole cost comes first (:func:`whole_cost`): a loop of ``Stat.add`` whose windows close
+every few milliseconds, each window's event written to TensorBoard files through the library's
+``TensorboardEventHandler``, timed end to end up to the end of the writer's ``close()``, then the
+caller's own time per call (mean, median, p99, p99.9); ratios are of end-to-end times.
+Then each operation alone is timed for both libraries in alternating repeats (so background load
+hits both alike); that table shows the median microseconds per call and the ratio tallyboard /
+torch.
 Run ``python bench/bench_stat.py``; ``main()`` returns the numbers for a top-level bench script.
 torch is optional: without it only tallyboard's column is filled.
 """
@@ -10,10 +15,14 @@ from __future__ import annotations
 
 import importlib
 import statistics
+import sys
+import tempfile
 import timeit
 from datetime import datetime, timedelta
 from types import ModuleType
 from typing import Any
+
+from common import COST_HEADER, Cost, median_cost, spread, timed_loop
 
 REPEATS = 9
 NUMBER = 100_000
@@ -105,5 +114,59 @@ def main(repeats: int = REPEATS, number: int = NUMBER) -> dict[str, dict[str, fl
     return results
 
 
+class _Logged:
+    """A Stat whose window events reach TensorBoard files; ``close()`` ends all of it."""
+
+    def __init__(self, lib: str, log_dir: str) -> None:
+        if lib == "tallyboard":
+            import tallyboard as mon
+            from tallyboard import SummaryWriter
+        else:
+            import torch.monitor as mon  # type: ignore[no-redef]
+            from torch.utils.tensorboard import SummaryWriter  # type: ignore[no-redef,assignment]
+        self.writer = SummaryWriter(log_dir)
+        self.mon = mon
+        self.handle = mon.register_event_handler(mon.TensorboardEventHandler(self.writer))
+        agg = mon.Aggregation
+        self.stat = mon.Stat("loss", [agg.MEAN, agg.MAX, agg.COUNT], timedelta(milliseconds=5))
+
+    def close(self) -> None:
+        close = getattr(self.stat, "close", None)
+        if close is not None:
+            close()  # tallyboard: the last window's event; torch emits it when the Stat goes
+        self.stat = None
+        self.mon.unregister_event_handler(self.handle)
+        self.writer.close()
+
+
+def whole_cost(n: int = 200_000, rounds: int = 3) -> dict[str, Cost]:
+    """``Stat.add`` in a loop with 5 ms windows logged to TensorBoard, end to end incl. close."""
+    libs = ["tallyboard"]
+    try:
+        importlib.import_module("torch.monitor")
+        libs.append("torch")
+    except ImportError:
+        pass
+    costs: dict[str, list[Cost]] = {lib: [] for lib in libs}
+    for _ in range(rounds):
+        for lib in libs:  # interleaved: both see the same load
+            with tempfile.TemporaryDirectory() as tmp:
+                costs[lib].append(
+                    timed_loop(
+                        lambda lib=lib: _Logged(lib, tmp), lambda o, i: o.stat.add(i * 0.5), n
+                    )
+                )
+    print(f"Stat.add, 5 ms windows to TensorBoard, {n} calls:")
+    print(f"{'':12} {COST_HEADER}")
+    best = {lib: median_cost(c) for lib, c in costs.items()}
+    for lib, cost in best.items():
+        print(f"{lib:12} {cost.line()}")
+    if "torch" in costs:
+        ratios = [t.end_to_end / o.end_to_end for o, t in zip(costs["tallyboard"], costs["torch"])]
+        print(f"end-to-end ratio torch / tallyboard per round: {spread(ratios)}x")
+    return best
+
+
 if __name__ == "__main__":
+    whole_cost(int(sys.argv[1]) if len(sys.argv) > 1 else 200_000)
     main()
