@@ -10,6 +10,7 @@ when the operator is called (MindSpore checks them later, at ``record()``).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,17 +29,25 @@ SUPPORTED_TYPES = frozenset(
 )
 
 
-def to_numpy(plugin: str, value: Any, owner: str = "SummaryRecord") -> np.ndarray:
-    """A NumPy copy of ``value`` checked for ``plugin`` as MindSpore checks it.
+def to_numpy(
+    plugin: str,
+    value: Any,
+    owner: str = "SummaryRecord",
+    copy: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> np.ndarray:
+    """A NumPy copy of ``value`` checked for ``plugin`` as MindSpore checks it (``copy``: how to
+    copy an array, ``np.copy`` by default; the face passes :class:`~.snapshots.Snapshots`).
 
     Accepts MindSpore Tensors, NumPy arrays and scalars, torch tensors, Python numbers and other
     array-likes (``__array__``, DLPack); anything else is a TypeError. Shapes: scalar needs one
     element, image 4 dimensions, tensor and histogram at least one dimension (ValueError).
     """
     if type(value) is np.ndarray:
-        array = value.copy()
+        array = value.copy() if copy is None else copy(value)
     elif mindspore_values.is_tensor(value):
         array = mindspore_values.to_numpy(value)
+        if copy is not None:  # its own bytes are dropped at once
+            array = copy(array)
     else:
         try:
             if isinstance(value, (dict, set, frozenset)):

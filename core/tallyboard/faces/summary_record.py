@@ -27,6 +27,7 @@ import numpy as np
 from tallyboard.faces import ops
 from tallyboard.faces.mindspore_values import is_tensor_type as _is_ms_tensor_type
 from tallyboard.faces.mindspore_values import scalar as _ms_scalar
+from tallyboard.faces.snapshots import Snapshots
 from tallyboard.plugin.registry import get_registry
 from tallyboard.plugin.sinks import Sink, SinkOptions
 from tallyboard.ranks import discovery as ranks
@@ -277,6 +278,7 @@ class SummaryRecord:
         # added meanwhile by another thread stays for the next record. No lock on the hot path.
         # Duplicate names are looked for when a step holds more than one value.
         self._pool: list[tuple[str, str, Any]] = []
+        self._snapshots = Snapshots()  # the arrays add_value copies, their memory reused
         registry = get_registry()
         self._kinds = registry.kinds
         options = SinkOptions(
@@ -387,7 +389,7 @@ class SummaryRecord:
                     f'For "SummaryRecord", the parameter "name" type should be str, but got {type(name)}.'
                 )
             check_utf8(name, "name")
-            payload = ops.to_numpy(plugin, value)
+            payload = ops.to_numpy(plugin, value, copy=self._snapshots.copy)
             kind = plugin
         else:
             found = PLUGINS.get(plugin) if type(plugin) is str else None

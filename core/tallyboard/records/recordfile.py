@@ -69,12 +69,14 @@ _STOP = object()
 _BYTES = {bytes}
 _batches: list[Callable[[list[Any]], bytes]] = []  # by row key
 _row_keys: dict[Callable[[list[Any]], bytes], int] = {}
+_array_keys: set[int] = set()  # keys of rows whose payload counts its ``nbytes`` as pending
 _row_keys_lock = threading.Lock()
 _live: weakref.WeakSet[RecordFile] = weakref.WeakSet()
 
 
-def row_key(batch: Callable[[list[Any]], bytes]) -> int:
-    """The small int that stands for ``batch`` in queued rows (see :meth:`RecordFile.write_row`).
+def row_key(batch: Callable[[list[Any]], bytes], arrays: bool = False) -> int:
+    """The small int that stands for ``batch`` in queued rows (see :meth:`RecordFile.write_row`;
+    ``arrays``: rows of :meth:`RecordFile.write_array_row`, whose payloads are arrays).
 
     Rows hold an int, not the function: CPython's garbage collector stops tracking a tuple of
     numbers and strings, but not one holding a function, and tracked queued rows made every
@@ -87,7 +89,11 @@ def row_key(batch: Callable[[list[Any]], bytes]) -> int:
             if key is None:
                 key = len(_batches)
                 _batches.append(batch)  # before the key is visible to readers without the lock
+                if arrays:
+                    _array_keys.add(key)
                 _row_keys[batch] = key
+    if arrays != (key in _array_keys):
+        raise ValueError(f"row_key: {batch!r} was registered with arrays={not arrays}")
     return key
 
 
@@ -196,6 +202,30 @@ class RecordFile:
             self._raise_error() if self._error is not None else self._raise_closed()
         self._accepting = self._error is None  # the error was raised before: accept rows again
         self.write_row(row)
+
+    def write_array_row(self, row: tuple[Any, ...]) -> None:
+        """Queue one row like :meth:`write_row` whose payload is a NumPy array (an image, the
+        values of a histogram): its key is a ``row_key(batch, arrays=True)``, and the array's
+        bytes count as pending until ``batch`` has encoded it, so memory stays bounded. Such
+        rows let an encoder work on many arrays at once (NumPy calls over a stack of them)
+        rather than on each alone. The caller must not change the array afterwards."""
+        if len(row) != ROW_FIELDS:
+            raise ValueError(
+                f"write_array_row: a row is (key, tag, step, wall_time, payload), got {len(row)} fields"
+            )
+        if row[0] not in _array_keys:
+            raise ValueError("write_array_row: the row's key is not a row_key(batch, arrays=True)")
+        if not self._accepting:
+            if self._error is not None or self._closed:
+                self._raise_error() if self._error is not None else self._raise_closed()
+            self._accepting = self._error is None  # the error was raised before: accept again
+        self._pending.extend(row)
+        self._bytes_in += int(row[4].nbytes)
+        self._count += 1
+        if self._count >= self._max_queue or (
+            self._bytes_in - self._bytes_out > self._max_pending_bytes
+        ):
+            self._handoff()
 
     def _handoff(self) -> None:
         # Pending bytes: every record counts ROW_BYTES here, and records other than rows have
@@ -424,12 +454,14 @@ class RecordFile:
 
     def _encode_rows(self, rows: list[tuple[Any, ...]]) -> bytes:
         """Frame consecutive rows that share one batch encoder; count them out of pending."""
+        key = rows[0][0]
         try:
-            data = _batches[rows[0][0]](rows)
+            data = _batches[key](rows)
         except BaseException as exc:  # an encode failed: report it, keep going
             self._fail(exc)
             data = b""
-        self._bytes_out += len(rows) * ROW_BYTES - len(data)
+        arrays = sum(int(row[4].nbytes) for row in rows) if key in _array_keys else 0
+        self._bytes_out += len(rows) * ROW_BYTES + arrays - len(data)
         return data
 
     def _drain_mixed(self, items: Iterable[Any]) -> None:

@@ -3,9 +3,11 @@ animated GIF videos (Pillow).
 
 Sink encoders call :func:`encode`; it may run on a sink's background thread (NumPy and zlib
 release the GIL while they work). Decoded pixels match torch's exactly; the PNG bytes differ
-(TensorBoard needs a valid PNG, not torch's bytes): every row uses PNG's "Up" filter, one
-vectorized subtraction instead of Pillow's per-row adaptive choice, and data that does not
-compress (noise) is stored rather than deflated at great cost for nothing.
+(TensorBoard needs a valid PNG, not torch's bytes). Pictures are compressed as Pillow (so torch
+and MindSpore) compresses them, PNG's filter chosen row by row and zlib at level 6, so a PNG is
+no larger than theirs; the filters are computed a block of rows at a time with NumPy instead of
+byte by byte. Data that does not compress (noise) is stored rather than deflated at great cost
+for nothing.
 """
 
 from __future__ import annotations
@@ -21,17 +23,18 @@ import numpy as np
 
 from .convert import ImagePayload
 
-#: zlib level for PNG data: 1 is much faster than Pillow's default 6 for a few percent more bytes.
-PNG_COMPRESS_LEVEL = 1
+#: zlib level for PNG data: Pillow's default, with which torch and MindSpore write their PNGs.
+PNG_COMPRESS_LEVEL = 6
+#: zlib level of the probe that decides whether data compresses at all (a decision, not output).
+PROBE_LEVEL = 1
 #: The longest a GIF frame can last: its delay is uint16 centiseconds.
 MAX_GIF_FRAME_MS = 655350
 #: Deflate is skipped (data stored) when a probe of the data shrinks by less than this fraction.
 MIN_SAVING = 0.05
 _PROBE_BYTES = 16384
-#: Filtered rows with fewer bytes near zero than this fraction (also after "Sub", see
-#: :func:`_near_zero`) are stored without a probe, rows with at least ``PICTURE_NEAR_ZERO`` are
-#: deflated without one (noise has 1/8, pictures and ramps mostly over 1/2); in between, a deflate
-#: probe decides.
+#: Images with fewer bytes near their prediction than this fraction (see :func:`_near_zero`) are
+#: stored without a probe, those with at least ``PICTURE_NEAR_ZERO`` are deflated without one
+#: (noise has 1/8, pictures and ramps mostly over 1/2); in between, a deflate probe decides.
 NOISE_NEAR_ZERO = 0.2
 PICTURE_NEAR_ZERO = 0.5
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -48,7 +51,6 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
 
 
 _ZLIB_HEADER = b"\x78\x01"  # deflate, 32 KiB window, no dictionary
-_FINAL_BLOCK = b"\x03\x00"  # an empty last block (fixed Huffman codes)
 _STORED_MAX = 0xFFFF
 _pack_u32 = struct.Struct(">I").pack
 _pack_stored = struct.Struct("<BHH").pack
@@ -79,56 +81,142 @@ def _stored(raw: _Buffer) -> bytes:
     return b"".join(_stored_parts(raw))
 
 
-def _blocks(data: _Buffer, level: int) -> list[bytes]:
-    """Deflate blocks of ``data`` that need nothing before them, from a compressor kept per thread
-    and level: each call ends with a full flush, which makes the next call's blocks stand alone.
-    zlib's compressor costs a quarter of a megabyte to set up, more than compressing a small
-    image; this sets it up once."""
-    cache = getattr(_compressors, "by_level", None)
-    if cache is None:
-        cache = _compressors.by_level = {}
-    compressor = cache.pop(level, None) or zlib.compressobj(level, zlib.DEFLATED, -15)
-    out = [compressor.compress(data), compressor.flush(zlib.Z_FULL_FLUSH)]
-    cache[level] = compressor  # only after success: a failed call leaves no half-used stream
-    return out
+def _probe_size(data: _Buffer) -> int:
+    """Bytes ``data`` deflates to at :data:`PROBE_LEVEL`, from a compressor kept per thread: each
+    call ends with a full flush, so no call's output depends on another's. zlib's compressor
+    costs a quarter of a megabyte to set up, more than compressing a small probe; this sets it
+    up once."""
+    compressor = getattr(_compressors, "probe", None) or zlib.compressobj(
+        PROBE_LEVEL, zlib.DEFLATED, -15
+    )
+    _compressors.probe = None  # a failed call leaves no half-used stream behind
+    size = len(compressor.compress(data)) + len(compressor.flush(zlib.Z_FULL_FLUSH))
+    _compressors.probe = compressor
+    return size
+
+
+def _compresses(view: memoryview) -> bool:
+    """Whether deflate shrinks ``view`` by :data:`MIN_SAVING` at least, judged on four pieces."""
+    if len(view) < 4096:
+        return True
+    piece = min(_PROBE_BYTES, len(view) // 4) // 4
+    step = len(view) // 4
+    sample = b"".join(view[i * step : i * step + piece] for i in range(4))
+    return _probe_size(sample) <= len(sample) * (1 - MIN_SAVING)
 
 
 def _deflate_parts(raw: _Buffer, level: int, probe: bool = True) -> list[_Buffer]:
-    """The pieces of a zlib stream of ``raw``: deflated at ``level`` unless a probe shows it does
-    not compress (then stored)."""
-    if level <= 0:
-        return _stored_parts(raw)
+    """The pieces of a zlib stream of ``raw``: stored at ``level`` 0 or when a ``probe`` shows it
+    does not compress, else deflated at ``level`` as Pillow deflates PNG data (the filtered
+    strategy, one stream from a fresh compressor: no flush marker in it)."""
     view = memoryview(raw)
-    if probe and len(view) >= 4096:
-        piece = min(_PROBE_BYTES, len(view) // 4) // 4
-        step = len(view) // 4
-        sample = b"".join(view[i * step : i * step + piece] for i in range(4))
-        if sum(map(len, _blocks(sample, level))) > len(sample) * (1 - MIN_SAVING):
-            return _stored_parts(view)
-    return [_ZLIB_HEADER, *_blocks(view, level), _FINAL_BLOCK, _pack_u32(zlib.adler32(view))]
+    if level <= 0 or (probe and not _compresses(view)):
+        return _stored_parts(view)
+    compressor = zlib.compressobj(level, zlib.DEFLATED, 15, 8, zlib.Z_FILTERED)
+    return [compressor.compress(view), compressor.flush()]
 
 
 def _deflate(raw: _Buffer, level: int, probe: bool = True) -> bytes:
-    """zlib stream of ``raw``: deflated at ``level`` unless a probe shows it does not compress
-    (then stored)."""
+    """zlib stream of ``raw`` (see :func:`_deflate_parts`)."""
     return b"".join(_deflate_parts(raw, level, probe))
 
 
-def _near_zero(filtered: np.ndarray, channels: int = 1) -> float:
-    """How predictable "Up"-filtered rows are, over 16 rows or so: the fraction of bytes within
-    16 of zero (modulo 256), in pictures most, in noise (which deflate cannot shrink) one in
-    eight. Rows that are mostly far from zero are also tried with each byte minus the one a
-    pixel to the left (PNG's "Sub" on top of "Up"): a ramp such as ``np.arange(n) % 251`` moves
-    by the same nonzero step from row to row, which deflate shrinks to 3% and which the first
-    fraction alone took for noise (stored, 35 times the bytes). ``channels``: bytes a pixel."""
-    sample = (filtered[:: max(1, len(filtered) // 16)] + np.uint8(16)).reshape(-1)
-    near = int(np.count_nonzero(sample < 32)) / sample.size
-    if near >= NOISE_NEAR_ZERO or sample.size <= channels:
-        return near
-    # (a + 16) - (b + 16) = a - b: the shifted sample serves both (rows' ends mix, a few bytes)
-    second = np.subtract(sample[channels:], sample[:-channels])
-    second += np.uint8(16)
-    return max(near, int(np.count_nonzero(second < 32)) / second.size)
+def _near_zero(rows: np.ndarray, channels: int = 1) -> list[float]:
+    """How predictable pictures are, judged on about 8 rows of each (``rows``: images of rows
+    of bytes, ``(k, h, bytes)``; ``channels``: bytes a pixel): per image, the fraction of bytes
+    within 16 (modulo 256) of what the pixels left, above and above-left predict (``left + above
+    - above_left``, the plane through them). In pictures most bytes are, in noise (which deflate
+    cannot shrink) one in eight; the plane also predicts a ramp exactly (a row such as
+    ``np.arange(n) % 251`` steps by the same amount from its neighbours, which deflate shrinks to
+    3% once filtered). A single row is judged on its left neighbours alone."""
+    h = rows.shape[1]
+    if h > 1:
+        k = max(1, (h - 1) // 8)
+        rows = rows[:, 1::k] - rows[:, : h - 1 : k]
+    residual = rows[:, :, channels:] - rows[:, :, :-channels]
+    residual += np.uint8(16)
+    near = residual < 32
+    n = near[0].size
+    if not n:
+        return [1.0] * len(near)
+    if len(near) == 1:
+        return [np.count_nonzero(near) / n]
+    return (near.reshape(len(near), -1).sum(axis=1) / n).tolist()
+
+
+#: Bytes of pixels filtered at a time: the filters' temporaries stay in cache and a large image
+#: needs a few of them, not a few copies of itself.
+FILTER_BLOCK_BYTES = 1 << 14
+#: PNG's filter types in the order they are tried; on a tie the earlier one wins (None first,
+#: then Up, which is exact for a row equal to the one above), as libpng and Pillow try them.
+_FILTER_ORDER = np.array([0, 2, 1, 3, 4], dtype=np.uint8)
+
+
+def _costs(candidates: np.ndarray) -> np.ndarray:
+    """Per candidate and row, the sum of the filtered bytes' distances from zero taken as signed
+    bytes (the heuristic libpng and Pillow choose a row's filter by: small residuals deflate
+    best). Summed in 16 bits a stretch of up to 512 bytes at a time (128 x 512 fits), which
+    NumPy does several times faster than summing bytes into 32 bits."""
+    distance = np.minimum(candidates, np.negative(candidates))
+    k, h, n = distance.shape
+    whole = n - n % 512
+    if not whole:
+        return distance.sum(axis=-1, dtype=np.uint16)
+    stretches = distance[:, :, :whole].reshape(k, h, whole // 512, 512)
+    costs = stretches.sum(axis=-1, dtype=np.uint16).sum(axis=-1, dtype=np.uint32)
+    if whole < n:
+        costs += distance[:, :, whole:].sum(axis=-1, dtype=np.uint16)
+    return costs
+
+
+def _filter_block(x: np.ndarray, above: np.ndarray, bpp: int, out: np.ndarray) -> None:
+    """Filter the rows ``x`` (``above``: the row before the first, zeros for an image's first)
+    into ``out`` (a row longer: its first byte the filter type), each row with whichever of
+    PNG's five filters leaves the smallest residuals (:func:`_costs`)."""
+    h, n = x.shape
+    # a: the byte a pixel to the left, b: the byte above, c: the byte above a (0 off the image)
+    b = np.empty((h, n), dtype=np.int16)
+    b[0] = above
+    b[1:] = x[:-1]
+    a = np.zeros((h, n), dtype=np.int16)
+    a[:, bpp:] = x[:, :-bpp]
+    c = np.zeros((h, n), dtype=np.int16)
+    c[:, bpp:] = b[:, :-bpp]
+    candidates = np.empty((5, h, n), dtype=np.uint8)
+    candidates[0] = x
+    np.subtract(x, b, out=candidates[1], casting="unsafe")  # Up; uint8 keeps the low byte
+    np.subtract(x, a, out=candidates[2], casting="unsafe")  # Sub
+    mean = a + b
+    mean >>= 1
+    np.subtract(x, mean, out=candidates[3], casting="unsafe")  # Average
+    # Paeth: of a, b, c the one nearest to a + b - c (a on a tie, then b)
+    b_minus_c = b - c
+    a_minus_c = a - c
+    pa = np.abs(b_minus_c)
+    pb = np.abs(a_minus_c)
+    pc = np.abs(b_minus_c + a_minus_c)
+    predictor = c + b_minus_c * (pb <= pc)
+    take_a = pa <= pb
+    take_a &= pa <= pc
+    predictor += (a - predictor) * take_a
+    np.subtract(x, predictor, out=candidates[4], casting="unsafe")
+    best = _costs(candidates).argmin(axis=0)
+    out[:, 0] = _FILTER_ORDER[best]
+    out[:, 1:] = candidates[best, np.arange(h)]
+
+
+def filtered_rows(rows: np.ndarray, bpp: int) -> np.ndarray:
+    """PNG's filtered scanlines of ``rows`` (a row of bytes each, ``bpp`` bytes a pixel): one
+    more byte a row, the filter type, chosen row by row as libpng and Pillow choose it."""
+    h, n = rows.shape
+    out = np.empty((h, n + 1), dtype=np.uint8)
+    step = max(1, FILTER_BLOCK_BYTES // max(1, n))
+    above = np.zeros(n, dtype=np.uint8)
+    for start in range(0, h, step):
+        stop = min(h, start + step)
+        _filter_block(rows[start:stop], above, bpp, out[start:stop])
+        above = rows[stop - 1]
+    return out
 
 
 _ihdr_cache: dict[tuple[int, int, int], bytes] = {}
@@ -143,41 +231,66 @@ def _ihdr(w: int, h: int, c: int) -> bytes:
     return chunk
 
 
+def scanlines(h: int, w: int, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """A buffer for :func:`png_from_scanlines` and the HWC view of its pixels, for a caller
+    that lays out pixels itself (a canvas of tiles): they go straight where the PNG needs them."""
+    buffer = np.empty((h, w * c + 1), dtype=np.uint8)
+    return buffer, buffer[:, 1:].reshape(h, w, c)
+
+
 def png_bytes(pixels: np.ndarray, level: int | None = None) -> bytes:
-    """A PNG of HWC ``uint8`` pixels (C 1..4), 8 bits per sample, every row "Up"-filtered."""
+    """A PNG of HWC ``uint8`` pixels (C 1..4), 8 bits per sample."""
     h, w, c = pixels.shape
-    rows = pixels.reshape(h, w * c)
-    filtered = np.empty((h, w * c + 1), dtype=np.uint8)
-    filtered[:, 0] = 2  # filter type Up: byte minus the byte above (zero above the first row)
-    filtered[0, 1:] = rows[0]
-    np.subtract(rows[1:], rows[:-1], out=filtered[1:, 1:])
-    ihdr = _ihdr_cache.get((w, h, c)) or _ihdr(w, h, c)
-    probe = True
-    if level is None:
-        level = PNG_COMPRESS_LEVEL
-        if filtered.size >= 4096:  # decide on a cheap statistic; only the unclear cases probe
-            near_zero = _near_zero(filtered, c)
+    buffer, view = scanlines(h, w, c)
+    view[...] = pixels
+    return png_from_scanlines(buffer, w, c, level)
+
+
+def png_from_scanlines(buffer: np.ndarray, w: int, c: int, level: int | None = None) -> bytes:
+    """A PNG of the pixels in ``buffer`` (from :func:`scanlines`; its first column is written
+    here). ``level``: zlib's, 0 to store; None (the default) stores what cannot be compressed
+    (noise) and deflates the rest at :data:`PNG_COMPRESS_LEVEL`, after PNG's adaptive filters."""
+    return pngs_from_scanlines(buffer[None], w, c, level)[0]
+
+
+def pngs_from_scanlines(
+    buffers: np.ndarray, w: int, c: int, level: int | None = None
+) -> list[bytes]:
+    """PNGs of a stack of images of one shape, ``(k, h, 1 + w * c)`` laid out as
+    :func:`scanlines` lays out one: what can be decided for all at once is (whether each
+    compresses), the rest image by image. See :func:`png_from_scanlines`."""
+    k, h = buffers.shape[:2]
+    rows = buffers[:, :, 1:]
+    levels = [PNG_COMPRESS_LEVEL if level is None else level] * k
+    probes = [True] * k
+    if level is None and rows[0].size >= 4096:
+        # decide on a cheap statistic; only the unclear cases probe
+        for i, near_zero in enumerate(_near_zero(rows, c)):
             if near_zero < NOISE_NEAR_ZERO:
-                level = 0
+                levels[i] = 0
             elif near_zero >= PICTURE_NEAR_ZERO:
-                probe = False
-    # The zlib stream goes into the file as pieces (views of ``filtered`` when stored): one copy,
-    # the final join, instead of one per step; the IDAT CRC is computed over the pieces.
-    parts = _deflate_parts(filtered.data.cast("B"), level, probe)
-    crc = zlib.crc32(b"IDAT")
-    for part in parts:
-        crc = zlib.crc32(part, crc)
-    return b"".join(
-        [
-            _PNG_SIGNATURE,
-            ihdr,
-            _pack_u32(sum(map(len, parts))),
-            b"IDAT",
-            *parts,
-            _pack_u32(crc),
-            _IEND,
-        ]
-    )
+                probes[i] = False
+    if 0 in levels:
+        buffers[[i for i, lv in enumerate(levels) if lv <= 0], :, 0] = 0  # filter type None
+    ihdr = _ihdr_cache.get((w, h, c)) or _ihdr(w, h, c)
+    crc32 = zlib.crc32
+    idat = crc32(b"IDAT")
+    out = []
+    for i, image_level in enumerate(levels):
+        data = buffers[i] if image_level <= 0 else filtered_rows(rows[i], c)
+        # The zlib stream goes into the PNG as pieces (views of ``data`` when stored): one copy,
+        # the final join; the IDAT CRC is computed over the pieces.
+        parts = _deflate_parts(data.data.cast("B"), image_level, probes[i])
+        crc = idat
+        for part in parts:
+            crc = crc32(part, crc)
+        size = sum(map(len, parts))
+        out.append(
+            b"".join(
+                [_PNG_SIGNATURE, ihdr, _pack_u32(size), b"IDAT", *parts, _pack_u32(crc), _IEND]
+            )
+        )
+    return out
 
 
 @dataclass(frozen=True)

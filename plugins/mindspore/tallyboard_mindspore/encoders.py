@@ -13,8 +13,9 @@ from a SummaryWriter.
 
 from __future__ import annotations
 
-import io
 import logging
+import struct
+import threading
 from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import Any
@@ -22,8 +23,10 @@ from typing import Any
 import numpy as np
 from tallyboard.records.framing import frame, frame_fixed, in_call_order, varint_columns
 from tallyboard.records.wire import float32 as _float32
+from tallyboard.records.wire import varint, wall_step
 
 from . import wire
+from .wire import _NO_NONFINITE, tag_field
 from .wire import tag_field as _tag_field
 
 VALUE, EVENT, LINEAGE = "value", "event", "lineage"
@@ -179,144 +182,340 @@ def encode_histogram(tag: str, step: Any, wall_time: float, payload: Any) -> Pie
     return VALUE, wire.histogram_value(tag, histogram_proto(array)), step, wall_time
 
 
-class ImageTiles:
-    """NCHW images already scaled to ``uint8`` as MindSpore scales its canvas, not yet tiled.
-
-    Scaling the images themselves rather than a float64 canvas of them, then tiling bytes, gives
-    MindSpore's pixels for a fraction of the work. ``pad`` is the scaled value of the canvas cells
-    no image fills (None when every cell has one).
-    """
-
-    __slots__ = ("pixels", "pad")
-
-    def __init__(self, pixels: np.ndarray, pad: int | None) -> None:
-        self.pixels = pixels
-        self.pad = pad
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.pixels.nbytes)
-
-    def canvas(self) -> np.ndarray:
-        """The HWC ``uint8`` canvas, 8 images a row, as MindSpore's ``_make_canvas_for_imgs``
-        lays them out (one-channel images repeated to three)."""
-        pixels = self.pixels
-        n, c, h, w = pixels.shape
-        if n == 1:  # interleave the channel planes: faster than copying a transposed view
-            out = np.empty((h, w, 3), dtype=np.uint8)
-            for channel in range(3):
-                out[:, :, channel] = pixels[0, channel if c == 3 else 0]
-            return out
-        cols = min(n, 8)
-        rows = -(-n // cols)
-        if rows * cols > n:
-            fill = np.full((rows * cols - n, c, h, w), self.pad, dtype=np.uint8)
-            pixels = np.concatenate([pixels, fill])
-        if c == 1:
-            pixels = np.broadcast_to(pixels, (rows * cols, 3, h, w))
-        grid = pixels.reshape(rows, cols, 3, h, w).transpose(0, 3, 1, 4, 2)
-        return np.ascontiguousarray(grid).reshape(rows * h, cols * w, 3)
+#: Arrays of one shape encoded together at most (their stack is one temporary copy).
+ARRAY_BATCH = 16
 
 
-def prepare_image(payload: Any) -> Any:
-    """An NCHW array as :class:`ImageTiles`: once tiled, the pixels MindSpore's float64 canvas
-    gives after its scaling. Anything else (not an image MindSpore writes) is returned as it is."""
-    if type(payload) is not np.ndarray or payload.ndim != 4 or payload.shape[1] not in (1, 3):
-        return payload
-    if 0 in payload.shape:
-        return payload
-    n = payload.shape[0]
+def _runs_of_one_shape(rows: Sequence[tuple[Any, ...]]) -> list[Sequence[tuple[Any, ...]]]:
+    """Consecutive rows whose payloads share shape and dtype, :data:`ARRAY_BATCH` at most."""
+    runs = []
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if (
+            i == len(rows)
+            or i - start >= ARRAY_BATCH
+            or rows[i][4].shape != rows[start][4].shape
+            or rows[i][4].dtype != rows[start][4].dtype
+        ):
+            runs.append(rows[start:i])
+            start = i
+    return runs
+
+
+def _stack(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.stack(arrays) if len(arrays) > 1 else arrays[0][None]
+
+
+_scratch = threading.local()
+
+
+def _scratch_array(name: str, count: int, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """``count`` work arrays of ``shape`` for the calling thread, kept for its next batch: a
+    batch's temporaries are large enough that the allocator maps them afresh each time, and the
+    page faults cost more than the work done in them."""
+    cache = getattr(_scratch, "arrays", None)
+    if cache is None:
+        cache = _scratch.arrays = {}
+    array = cache.get(name)
+    if array is None or array.shape[1:] != shape or array.dtype != dtype or len(array) < count:
+        array = cache[name] = np.empty((max(count, ARRAY_BATCH),) + shape, dtype=dtype)
+    return array[:count]
+
+
+def encode_image_rows(rows: Sequence[tuple[Any, ...]]) -> bytes:
+    """Framed summary Events for rows ``(key, tag, step, wall_time, images)`` of NCHW arrays
+    that :func:`image_row_ok` accepts, in order, each as :func:`encode_image` writes it: the
+    arrays of one shape are scaled, tiled and judged (stored or deflated) together."""
+    from tallyboard_image.codec import pngs_from_scanlines
+
+    out = []
+    for run in _runs_of_one_shape(rows):
+        k = len(run)
+        first = run[0][4]
+        if k == 1:
+            images = first[None]
+        else:
+            images = np.stack(
+                [row[4] for row in run], out=_scratch_array("images", k, first.shape, first.dtype)
+            )
+        height, width = canvas_shape(first.shape)
+        buffers = _scratch_array("scanlines", k, (height, width * 3 + 1), np.uint8)
+        scaled = _scratch_array("scaled", k, first.shape, np.uint8)
+        draw_canvases(images, buffers[:, :, 1:].reshape(k, height, width, 3), scaled)
+        del images
+        for (_, tag, step, wall_time, _), png in zip(run, pngs_from_scanlines(buffers, width, 3)):
+            out.append(frame(wire.image_event(wall_time, int(step), tag, height, width, 3, png)))
+    return b"".join(out)
+
+
+def image_row_ok(array: np.ndarray) -> bool:
+    """Whether an NCHW array is an image MindSpore writes (else :func:`encode_image` logs why)."""
+    return array.ndim == 4 and array.shape[1] in (1, 3) and 0 not in array.shape
+
+
+def encode_histogram_rows(rows: Sequence[tuple[Any, ...]]) -> bytes:
+    """Framed summary Events for rows ``(key, tag, step, wall_time, values)`` of NumPy arrays,
+    in order, each as :func:`encode_histogram` writes it; arrays of one shape are bucketed
+    together (:func:`_histogram_records`)."""
+    out: list[bytes] = []
+    for run in _runs_of_one_shape(rows):
+        out += _histogram_records(run)
+    return b"".join(out)
+
+
+def _histogram_record(row: tuple[Any, ...]) -> bytes:
+    """One row's framed Event, by :func:`histogram_proto` alone."""
+    _, tag, step, wall_time, values = row
+    value = wire.histogram_value(tag, histogram_proto(values))
+    return frame(wire.summary_event(wall_time, int(step), [value]))
+
+
+_pack_stats = struct.Struct("<BdBdBd").pack  # max (field 5), min (6), sum (7): doubles
+
+
+def _histogram_records(run: Sequence[tuple[Any, ...]]) -> list[bytes]:
+    """:func:`_histogram_record` of each row (arrays of one shape and dtype), bucket for bucket,
+    with NumPy calls over all of them at once for float arrays of finite values whose min and
+    max differ and whose buckets hold fewer than 128 values; any other row is done by itself."""
+    arrays = [row[4] for row in run]
+    dtype = arrays[0].dtype
+    total = arrays[0].size
+    if len(arrays) == 1 or dtype not in (np.float32, np.float64) or total < 2:
+        return [_histogram_record(row) for row in run]
+    values = np.stack(arrays).reshape(len(arrays), -1)
+    vmin = values.min(axis=1).astype(np.float64)
+    vmax = values.max(axis=1).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = (vmin < vmax) & (vmin >= F32_MIN) & (vmax <= F32_MAX)  # also False for NaN, inf
+    chosen = np.flatnonzero(ok)
+    if not len(chosen):
+        return [_histogram_record(row) for row in run]
+    if len(chosen) < len(arrays):
+        values, vmin, vmax = values[chosen], vmin[chosen], vmax[chosen]
+    sums = values.sum(axis=1, dtype=np.float64).tolist()
+    bins = histogram_bins(total)
+    # the edges as _linspace computes them, a row each
+    step = (vmax - vmin) / bins
+    ramp = _aranges.get(bins + 1)
+    if ramp is None:
+        ramp = _aranges[bins + 1] = np.arange(0, bins + 1, dtype=np.float64)
+    edges64 = ramp[None, :] * step[:, None]
+    edges64 += vmin[:, None]
+    edges64[:, -1] = vmax
+    edges = edges64.astype(dtype)
+    counts = _bucket_counts_rows(values, edges, vmin, step)
+    usable = (counts.min(axis=1) >= 0) & (counts.max(axis=1) < 0x80)
+    # every bucket {left, width, count < 128}: 22 bytes, all rows' buckets packed at once
+    packed = wire.histogram_buckets(
+        edges[:, :-1].ravel(), (edges[:, 1:] - edges[:, :-1]).ravel(), counts.clip(0, 0x7F).ravel()
+    )
+    size = 22 * bins
+    count_field = b"\x40" + varint(total)
+    tail_size = len(_NO_NONFINITE) + 27 + len(count_field)
+    records: dict[int, bytes] = {}
+    highs, lows = vmax.tolist(), vmin.tolist()
+    for j, (i, fast) in enumerate(zip(chosen.tolist(), usable.tolist())):
+        if not fast:  # a bucket of 128 values or more, or edges too close: by itself
+            continue
+        _, tag, step_i, wall_time, _ = run[i]
+        head = _histogram_head(tag, size + tail_size)
+        stats = _pack_stats(0x29, highs[j], 0x31, lows[j], 0x39, sums[j])
+        piece = packed[j * size : (j + 1) * size]
+        records[i] = frame(
+            b"".join(
+                [
+                    wall_step(wall_time, int(step_i)),
+                    head,
+                    piece,
+                    _NO_NONFINITE,
+                    stats,
+                    count_field,
+                ]
+            )
+        )
+    return [records.get(i) or _histogram_record(row) for i, row in enumerate(run)]
+
+
+_histogram_heads: dict[tuple[str, int], bytes] = {}
+
+
+def _histogram_head(tag: str, size: int) -> bytes:
+    """What a summary Event of one histogram value holds between its step and its ``size``-byte
+    Histogram message, kept per tag and size."""
+    head = _histogram_heads.get((tag, size))
+    if head is None:
+        value = tag_field(tag) + b"\x4a" + varint(size)
+        summary = b"\x0a" + varint(len(value) + size) + value
+        head = b"\x2a" + varint(len(summary) + size) + summary
+        if len(_histogram_heads) < 4096:
+            _histogram_heads[tag, size] = head
+    return head
+
+
+def _bucket_counts_rows(
+    values: np.ndarray, edges: np.ndarray, first: np.ndarray, step: np.ndarray
+) -> np.ndarray:
+    """:func:`_bucket_counts` of each row of ``values`` with its row of ``edges`` (``first`` and
+    ``step``: of the float64 edges before their cast). Each value's bucket is estimated from
+    ``first`` and ``step``, then moved by one where the cast edges say so (``edges[i] <= x <
+    edges[i + 1]``, the last bucket closed); a row where a moved value is still not in its
+    bucket (edges so close that rounding merged some) gets counts of -1, to be done by itself."""
+    k, n = values.shape
+    bins = edges.shape[1] - 1
+    with np.errstate(invalid="ignore", over="ignore"):
+        estimate = np.subtract(values, first[:, None])
+        estimate /= step[:, None]
+    index = estimate.astype(np.intp)
+    np.minimum(index, bins - 1, out=index)  # the maximum: in the last bucket, which is closed
+    # into the edges of all rows at once: row r's edge i at r * (bins + 1) + i; a bucket's upper
+    # edge beside it, infinite for the last bucket (closed: nothing is above it)
+    index += (np.arange(k) * (bins + 1))[:, None]
+    lower = edges.ravel()
+    upper = np.empty_like(edges)
+    upper[:, : bins - 1] = edges[:, 1:bins]
+    upper[:, bins - 1 :] = np.inf
+    upper = upper.ravel()
+    down = values < lower[index]
+    up = values >= upper[index]
+    moved = down | up
+    index -= down
+    index += up
+    unsettled = np.zeros(k, dtype=bool)
+    if moved.any():
+        rows, cols = np.nonzero(moved)
+        x, at = values[rows, cols], index[rows, cols]
+        unsettled[rows[(x < lower[at]) | (x >= upper[at])]] = True
+    counts = np.bincount(index.ravel(), minlength=k * (bins + 1)).reshape(k, bins + 1)[:, :bins]
+    counts[unsettled] = -1
+    return counts
+
+
+def canvas_shape(shape: tuple[int, ...]) -> tuple[int, int]:
+    """Height and width of MindSpore's canvas of NCHW images: 8 images a row."""
+    n, _, h, w = shape
     cols = min(n, 8)
-    padded = -(-n // cols) * cols > n
-    dtype = payload.dtype
+    return -(-n // cols) * h, cols * w
+
+
+def draw_canvases(images: np.ndarray, out: np.ndarray, scaled: np.ndarray | None = None) -> None:
+    """Write MindSpore's canvas of each NCHW array of ``images`` (``(k, n, c, h, w)``) into the
+    HWC ``uint8`` views ``out`` (``(k, H, W, 3)``, :func:`canvas_shape`): tiled 8 a row,
+    one-channel images repeated to three, scaled as MindSpore scales its float64 canvas. The
+    images are scaled, then their bytes tiled: no canvas of floats, MindSpore's pixels for a
+    fraction of the work; a stack of arrays is scaled and tiled in the same few NumPy calls.
+    ``scaled``: a ``uint8`` work array shaped as ``images``, or None for a new one."""
+    k, n, c, h, w = images.shape
+    cols = min(n, 8)
+    rows = -(-n // cols)
+    padded = rows * cols > n
+    dtype = images.dtype
     # The canvas holds float64 copies of the values, cast to float32 before scaling: max and min
     # of float64(x) are float64(max(x)) and float64(min(x)) (the cast keeps order), and only
     # 64-bit integers round differently when cast to float32 directly.
     if dtype == np.float32:
-        values = payload
+        values = images
     elif dtype in (np.int64, np.uint64):
-        values = payload.astype(np.float64).astype(np.float32)
+        values = images.astype(np.float64).astype(np.float32)
     else:
-        values = payload.astype(np.float32)
-    max_value, min_value = np.float64(payload.max()), np.float64(payload.min())
+        values = images.astype(np.float32)
+    axes = (1, 2, 3, 4)
+    # as Python floats: float64, as MindSpore's canvas holds them
+    max_value: list[float] = images.max(axis=axes).tolist()
+    min_value: list[float] = images.min(axis=axes).tolist()
     if padded:  # empty cells of the canvas are zeros, and count in its max and min
-        max_value, min_value = np.maximum(max_value, 0.0), np.minimum(min_value, 0.0)
-    pixels = _scale_to_uint8(values, max_value, min_value)
-    pad = None
-    if padded:
-        pad = int(_scale_to_uint8(np.zeros(1, dtype=np.float32), max_value, min_value)[0])
-    return ImageTiles(pixels, pad)
+        max_value = [float(np.maximum(m, 0.0)) for m in max_value]
+        min_value = [float(np.minimum(m, 0.0)) for m in min_value]
+    if scaled is None:
+        scaled = np.empty(values.shape, dtype=np.uint8)
+    _scale_into(values, max_value, min_value, scaled)
+    # then tiled, a channel at a time (copying bytes: faster than scaling in the canvas's order)
+    full = n // cols
+    last = n - full * cols
+    if n == 1:  # one image each: interleave its channel planes
+        for channel in range(3):
+            out[..., channel] = scaled[:, 0, channel if c == 3 else 0]
+        return
+    grid = out.reshape(k, rows, h, cols, w, 3)
+    for channel in range(3):
+        planes = scaled[:, :, channel if c == 3 else 0]  # (k, n, h, w)
+        if full:  # whole rows of tiles: (k, rows, h, cols, w)
+            tiles = planes[:, : full * cols].reshape(k, full, cols, h, w).transpose(0, 1, 3, 2, 4)
+            grid[:, :full, :, :, :, channel] = tiles
+        if last:  # the last row's tiles
+            grid[:, full, :, :last, :, channel] = planes[:, full * cols :].transpose(0, 2, 1, 3)
+    if padded:  # and its empty cells
+        pad = np.empty(k, dtype=np.uint8)
+        _scale_into(np.zeros(k, dtype=np.float32), max_value, min_value, pad)
+        grid[:, full, :, last:] = pad[:, None, None, None, None]
 
 
-def _scale_to_uint8(tensor: np.ndarray, max_value: Any, min_value: Any) -> np.ndarray:
-    """MindSpore's scaling of canvas values (cast to float32) whose float64 max and min are given;
-    elementwise, so the values may be laid out in any order."""
-    scale_factor: Any = 1
-    shift: Any = 0
-    if max_value <= 1 and min_value >= 0:
+def _scale_into(
+    values: np.ndarray, max_value: list[float], min_value: list[float], out: np.ndarray
+) -> None:
+    """Write ``values`` (float32, ``(k, ...)``) scaled to ``uint8`` into ``out`` as MindSpore
+    scales each canvas, whose max and min are given (``k`` each); elementwise."""
+    unit = [high <= 1 and low >= 0 for high, low in zip(max_value, min_value)]
+    if all(unit):
         # Values in [0, 1] (no NaN, no infinity): ``(t - 0) * 255`` is ``t * 255`` in float32,
         # and nothing can overflow or be invalid.
-        return (tensor.astype(np.float32, copy=False) * 255).astype(np.uint8)
-    else:
-        if max_value != min_value:
-            scale_factor = 255 / (max_value - min_value + 1)
-        shift = min_value
-    with np.errstate(invalid="ignore", over="ignore"):
-        tensor = tensor.astype(np.float32, copy=False)
-        return ((tensor - shift) * scale_factor).astype(np.uint8)
-
-
-def png(hwc: np.ndarray) -> bytes:
-    """PNG bytes of HWC uint8 pixels: the image kind's fast encoder when it is installed (same
-    pixels as Pillow's, several times faster), else Pillow's."""
-    try:
-        from tallyboard_image.codec import png_bytes
-    except ImportError:
-        from PIL import Image
-
-        out = io.BytesIO()
-        Image.fromarray(hwc).save(out, format="PNG")
-        return out.getvalue()
-    return png_bytes(np.ascontiguousarray(hwc))
+        np.multiply(values, np.float32(255), out=out, casting="unsafe")
+        return
+    if any(unit):  # some of each: each group by itself
+        for want in (True, False):
+            group = [i for i, u in enumerate(unit) if u == want]
+            part = np.empty(out[group].shape, dtype=np.uint8)
+            highs = [max_value[i] for i in group]
+            _scale_into(values[group], highs, [min_value[i] for i in group], part)
+            out[group] = part
+        return
+    high = np.array(max_value, dtype=np.float64)
+    low = np.array(min_value, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        scale_factor = np.where(high != low, 255 / (high - low + 1), 1.0)
+        shape = (-1,) + (1,) * (values.ndim - 1)
+        # float32 values minus a float64 shift: float64, as in MindSpore's canvas
+        shifted = np.subtract(values, low.reshape(shape))
+        np.multiply(shifted, scale_factor.reshape(shape), out=out, casting="unsafe")
 
 
 def encode_image(tag: str, step: Any, wall_time: float, payload: Any) -> Piece:
+    from tallyboard_image.codec import png_from_scanlines, scanlines
+
     pixels = getattr(payload, "pixels", None)
-    if type(payload) is not ImageTiles and pixels is not None:
+    if pixels is not None:
         # the image kind's payload (from a SummaryWriter): HWC uint8, ready
         if getattr(payload, "fps", None) is not None:
             logger.error("MindSpore summaries have no video; the video %r is not written", tag)
             raise Dropped(tag)
-        if pixels.shape[2] in (1, 2):
-            pixels = np.repeat(pixels[:, :, :1], 3, axis=2)
         height, width, channels = pixels.shape
-        return (
-            VALUE,
-            wire.image_value(tag, height, width, channels, png(np.ascontiguousarray(pixels))),
-            step,
-            wall_time,
+        if channels in (1, 2):  # gray (and alpha): MindSpore has RGB and RGBA only
+            pixels, channels = pixels[:, :, :1], 3
+        buffer, view = scanlines(height, width, channels)
+        view[...] = pixels
+        png = png_from_scanlines(buffer, width, channels)
+        return VALUE, wire.image_value(tag, height, width, channels, png), step, wall_time
+    # an NCHW array, as the SummaryRecord face pools it
+    array = payload if isinstance(payload, np.ndarray) else np.asarray(payload)
+    if array.ndim != 4 or array.shape[1] not in (1, 3):
+        logger.error(
+            "The dimension of Summary tensor should be 4 or second dimension should be 1 or 3, "
+            "but got tag = %s, ndim = %d, shape=%s, which means Summary tensor is not Image.",
+            tag,
+            array.ndim,
+            array.shape,
         )
-    if type(payload) is not ImageTiles:  # an NCHW array, as the SummaryRecord face pools it
-        array = payload if isinstance(payload, np.ndarray) else np.asarray(payload)
-        if array.ndim != 4 or array.shape[1] not in (1, 3):
-            logger.error(
-                "The dimension of Summary tensor should be 4 or second dimension should be 1 or 3, "
-                "but got tag = %s, ndim = %d, shape=%s, which means Summary tensor is not Image.",
-                tag,
-                array.ndim,
-                array.shape,
-            )
-            raise Dropped(tag)
-        if 0 in array.shape:
-            logger.error(
-                "The tensor with shape(%s) is not a valid image because the shape contains zero.",
-                array.shape,
-            )
-            raise Dropped(tag)
-        payload = prepare_image(array)
-    hwc = payload.canvas()
-    height, width, channels = hwc.shape
-    return VALUE, wire.image_value(tag, height, width, channels, png(hwc)), step, wall_time
+        raise Dropped(tag)
+    if 0 in array.shape:
+        logger.error(
+            "The tensor with shape(%s) is not a valid image because the shape contains zero.",
+            array.shape,
+        )
+        raise Dropped(tag)
+    height, width = canvas_shape(array.shape)
+    buffer, view = scanlines(height, width, 3)
+    draw_canvases(array[None], view[None])
+    png = png_from_scanlines(buffer, width, 3)
+    return VALUE, wire.image_value(tag, height, width, 3, png), step, wall_time
 
 
 def encode_landscape(tag: str, step: Any, wall_time: float, payload: bytes) -> Piece:

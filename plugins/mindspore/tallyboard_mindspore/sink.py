@@ -39,7 +39,20 @@ from tallyboard.records.wire import wall_step as _wall_step
 from tallyboard.warn import cannot_encode
 
 from . import wire
-from .encoders import EVENT, HEAVY, LINEAGE, VALUE, Dropped, encode_scalar, encode_scalar_rows
+from .encoders import (
+    EVENT,
+    HEAVY,
+    LINEAGE,
+    VALUE,
+    Dropped,
+    encode_histogram,
+    encode_histogram_rows,
+    encode_image,
+    encode_image_rows,
+    encode_scalar,
+    encode_scalar_rows,
+    image_row_ok,
+)
 from .wire import tag_field as _tag_field
 
 SINK = "mindspore"
@@ -54,13 +67,15 @@ READ_ONLY = stat.S_IRUSR
 #: bursts. At the core's 64 MiB, a run of 1x3x64x64 images paid about 15 us a step in page
 #: faults while the queue grew, and peaked at 2.4 times the memory.
 MAX_PENDING_BYTES = 8 * 1024 * 1024
-#: Deferred encodes waiting for the writer thread from which a step's image or histogram is
-#: encoded in the caller instead (see write_value).
-ENCODE_HERE_WHEN_BEHIND = 4
 #: Bytes a queued row of scalars is taken to need on disk (for the free-space check).
 ROW_SIZE_HINT = 64
 #: The key of scalar rows in a RecordFile's queue (see RecordFile.write_row).
 _SCALAR_ROWS = row_key(encode_scalar_rows)
+#: Keys of image and histogram rows: arrays encoded many at a time on the writer thread.
+_ARRAY_ROWS = {
+    "image": row_key(encode_image_rows, arrays=True),
+    "histogram": row_key(encode_histogram_rows, arrays=True),
+}
 logger = logging.getLogger("tallyboard.mindspore")
 
 
@@ -176,6 +191,14 @@ class _File:
             except (OSError, RuntimeError) as exc:
                 self.sink.failed(self, exc)
 
+    def write_array_row(self, row: tuple[Any, ...], wall_time: float) -> None:
+        """Queue a validated row of an array (see RecordFile.write_array_row; no size budget)."""
+        if self._ready(wall_time, int(row[4].nbytes) + 16):
+            try:
+                self.file.write_array_row(row)  # type: ignore[union-attr]
+            except (OSError, RuntimeError) as exc:
+                self.sink.failed(self, exc)
+
     def write_deferred(self, record: Deferred, size: int, wall_time: float) -> None:
         """Queue a Deferred encode of about ``size`` bytes (no size budget: see the sink)."""
         if self._ready(wall_time, size + 16):
@@ -260,6 +283,13 @@ class MindSporeSink:
             if self.max_file_size is None
             else {}
         )
+        # One image or histogram a step, as NumPy arrays (the face's payloads): a row, encoded
+        # with the others queued beside it by the built-in batch encoders.
+        self._array_rows = {
+            kind: key
+            for kind, key in _ARRAY_ROWS.items()
+            if self._deferred.get(kind) in (encode_image, encode_histogram)
+        }
         self._closed = False
 
     def _paths(self, t: int) -> tuple[str, str, str]:
@@ -335,6 +365,13 @@ class MindSporeSink:
             except (OSError, RuntimeError) as exc:
                 self.failed(summary, exc)
             return
+        key = self._array_rows.get(kind)
+        if key is not None and type(payload) is np.ndarray:
+            # One image or histogram: a row, encoded later with its neighbours (a batch of
+            # arrays of one shape costs a fraction of their NumPy calls one by one).
+            if kind == "histogram" or image_row_ok(payload):
+                self.summary.write_array_row((key, tag, step, wall_time, payload), wall_time)
+                return
         encode = self._deferred.get(kind)
         if encode is not None:  # one image or histogram: encoded later on the writer thread
             size = (
@@ -342,29 +379,11 @@ class MindSporeSink:
                 if type(payload) is np.ndarray
                 else int(getattr(payload, "nbytes", 0))
             )
-            deferred = Deferred(_value_record, (encode, tag, step, wall_time, payload), size)
-            summary = self.summary
-            if (
-                summary.write_rows is None
-                or not summary.rows_checked <= wall_time < summary.rows_check_due
-            ):
-                summary.write_deferred(deferred, size, wall_time)  # open the file, check the disk
-                return
-            record: bytes | Deferred = deferred
-            file = summary.file
-            assert file is not None
-            if file.deferred_pending >= ENCODE_HERE_WHEN_BEHIND:
-                # The writer thread is behind (a loop that never releases the GIL starves it:
-                # it waits for the GIL after each NumPy call): encode here, in order after what
-                # waits, rather than queue more and pay for it in close().
-                try:
-                    record = _value_record(encode, tag, step, wall_time, payload)
-                except Exception:  # left to the writer thread, which reports it as it does
-                    pass
-            try:
-                file.write(record, size)
-            except (OSError, RuntimeError) as exc:
-                self.failed(summary, exc)
+            self.summary.write_deferred(
+                Deferred(_value_record, (encode, tag, step, wall_time, payload), size),
+                size,
+                wall_time,
+            )
             return
         self.write_record(step, wall_time, [item])
 
