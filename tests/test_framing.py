@@ -53,3 +53,19 @@ def test_read_records_ignores_a_torn_tail_and_rejects_corruption():
     corrupt[14] ^= 0xFF
     with pytest.raises(CorruptRecord):
         read_records(bytes(corrupt))
+
+
+def test_a_record_framed_from_parts_is_the_record_framed_whole() -> None:
+    import os
+
+    from tallyboard.records import framing
+
+    for sizes in [(0,), (1, 0, 2), (5000, 7, 65536), (3, 100_000)]:
+        parts = [os.urandom(n) for n in sizes]
+        parts[0] = memoryview(parts[0])  # views as well as bytes
+        whole = b"".join(bytes(p) for p in parts)
+        assert framing.frame_parts(parts) == framing.frame(whole)
+        crc = 0
+        for part in parts:
+            crc = framing.crc32c_python_extend(crc, bytes(part))
+        assert crc == framing.crc32c(whole)

@@ -80,3 +80,34 @@ def test_threads_encoding_at_once_each_get_exact_pixels() -> None:
     for thread in threads:
         thread.join()
     assert failures == []
+
+
+def smooth_pictures() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(7)
+    y, x = np.mgrid[0:64, 0:64] / 63.0
+    gradient = np.stack([x, y, (x + y) / 2], axis=2)
+    walk = rng.normal(size=(128, 128, 3)).cumsum(0).cumsum(1)
+    pictures = {
+        "gradient": gradient,
+        "radial": np.stack([np.hypot(x - 0.5, y - 0.5)] * 3, axis=2),
+        "waves": np.stack([np.sin(6 * x) / 2 + 0.5, np.cos(5 * y) / 2 + 0.5, x * y], axis=2),
+        "eight gradients": np.concatenate([gradient] * 8, axis=1),
+        "random walk": (walk - walk.min()) / (walk.max() - walk.min()),
+    }
+    out = {name: (p * 255).astype(np.uint8) for name, p in pictures.items()}
+    out["speckled"] = np.clip(out["gradient"] + rng.normal(0, 6, (64, 64, 3)), 0, 255).astype(
+        np.uint8
+    )
+    out["gray"] = out["radial"][:, :, :1]
+    return out
+
+
+@pytest.mark.parametrize("name", list(smooth_pictures()))
+def test_pictures_are_no_larger_than_pillows_pngs(name: str) -> None:
+    """Pillow's PNGs are torch's and MindSpore's: the same pixels in no more bytes."""
+    pixels = smooth_pictures()[name]
+    out = io.BytesIO()
+    Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels).save(out, format="PNG")
+    ours = codec.png_bytes(pixels)
+    np.testing.assert_array_equal(decode(ours).reshape(pixels.shape), pixels)
+    assert len(ours) <= len(out.getvalue())

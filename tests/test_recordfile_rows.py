@@ -101,3 +101,45 @@ def test_a_writer_flat_out_still_writes_everything_readable(logdir):
             w.add_scalar("loss", i / 7, i)
     got = load_run(logdir).Scalars("loss")
     assert [e.step for e in got] == list(range(100_000))
+
+
+def _sizes(rows) -> bytes:
+    """A batch encoder of array rows: one record per row holding the payload's bytes."""
+    from tallyboard.records.framing import frame
+
+    return b"".join(frame(row[4].tobytes()) for row in rows)
+
+
+def test_array_rows_count_their_bytes_and_the_caller_waits_for_room(tmp_path):
+    """Rows of arrays count their bytes as pending: a caller that outruns a slow disk waits,
+    and memory stays within the limit (rows counted at 1 KiB would let 64 arrays of 1 MiB in)."""
+    import numpy as np
+
+    class SlowFile(LocalAppendFile):
+        def write(self, data: bytes) -> None:
+            time.sleep(0.01)
+            super().write(data)
+
+    limit = 4 << 20
+    rf = RecordFile(SlowFile(str(tmp_path / "f")), max_queue=10, max_pending_bytes=limit)
+    key = row_key(_sizes, arrays=True)
+    peak = 0
+    arrays = [np.full(1 << 18, i, dtype=np.float32) for i in range(40)]  # 1 MiB each
+    for i, array in enumerate(arrays):
+        rf.write_array_row((key, "a", i, 1.0, array))
+        peak = max(peak, rf._bytes_in - rf._bytes_out)
+    rf.close()
+    assert peak <= limit + (2 << 20)  # the limit, the array just queued and its row
+    got = records((tmp_path / "f").read_bytes())
+    assert got == [array.tobytes() for array in arrays]
+
+
+def test_array_rows_need_a_key_registered_for_arrays(tmp_path):
+    import numpy as np
+
+    rf = RecordFile(LocalAppendFile(str(tmp_path / "f")), max_queue=10, flush_secs=3600)
+    with pytest.raises(ValueError, match="arrays=True"):
+        rf.write_array_row((row_key(encode_batch), "x", 1, 2.0, np.zeros(3)))
+    with pytest.raises(ValueError, match="registered with arrays=True"):
+        row_key(_sizes)  # one batch encoder, one kind of rows
+    rf.close()

@@ -40,8 +40,9 @@ class _Ring:
         self.position = 0
 
     def take(self, like: np.ndarray) -> np.ndarray:
-        """An array shaped as ``like`` that nothing else refers to, from the ring if it has one
-        free at its current position, else a new one (kept by the ring while it has room)."""
+        """An array shaped as ``like`` that nothing else refers to: the ring's next one if it is
+        free, else a new one, which joins the ring while it has room. Each array owns its
+        memory, so a view of it refers to it, and keeps it out of use, too."""
         arrays = self.arrays
         if arrays:
             position = self.position

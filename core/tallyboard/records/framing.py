@@ -42,22 +42,35 @@ def crc32c_python(data: bytes) -> int:
     return crc ^ _U32
 
 
-def _c_implementation() -> tuple[Callable[[bytes], int], str]:
+def crc32c_python_extend(crc: int, data: bytes) -> int:
+    """The CRC-32C of what gave ``crc`` followed by ``data``, in pure Python."""
+    crc ^= _U32
+    table = _TABLE
+    for byte in data:
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ _U32
+
+
+def _c_implementation() -> tuple[Callable[[bytes], int], Callable[[int, Any], int], str]:
     try:
         import crc32c as _crc32c_mod
 
-        return _crc32c_mod.crc32c, "crc32c"
+        def extend(crc: int, data: Any) -> int:
+            return _crc32c_mod.crc32c(data, value=crc)  # type: ignore[no-any-return]
+
+        return _crc32c_mod.crc32c, extend, "crc32c"
     except ImportError:
         pass
     try:
         import google_crc32c
 
-        return google_crc32c.value, "google-crc32c"
+        return google_crc32c.value, google_crc32c.extend, "google-crc32c"
     except ImportError:
-        return crc32c_python, "python"
+        return crc32c_python, crc32c_python_extend, "python"
 
 
-crc32c, CRC_IMPLEMENTATION = _c_implementation()
+#: ``crc32c(data)``, and ``crc32c_extend(crc, data)``: the CRC of what gave ``crc``, then ``data``.
+crc32c, crc32c_extend, CRC_IMPLEMENTATION = _c_implementation()
 
 
 def mask(crc: int) -> int:
@@ -85,6 +98,17 @@ def frame(payload: bytes) -> bytes:
     crc = crc32c(payload)
     head = _header_cache.get(len(payload)) or _header(len(payload))
     return head + payload + _pack_i((((crc >> 15) | (crc << 17)) + _MASK_DELTA) & _U32)
+
+
+def frame_parts(parts: Sequence[bytes | memoryview]) -> bytes:
+    """One framed record holding ``parts`` one after the other: the same bytes as
+    ``frame(b"".join(parts))``, with one copy of each part instead of two."""
+    crc = 0
+    for part in parts:
+        crc = crc32c_extend(crc, part)
+    n = sum(map(len, parts))
+    head = _header_cache.get(n) or _header(n)
+    return b"".join([head, *parts, _pack_i((((crc >> 15) | (crc << 17)) + _MASK_DELTA) & _U32)])
 
 
 class CorruptRecord(ValueError):

@@ -231,6 +231,25 @@ def _ihdr(w: int, h: int, c: int) -> bytes:
     return chunk
 
 
+_stored_heads: dict[tuple[int, int, int], tuple[bytes, int] | None] = {}
+
+
+def _stored_head(w: int, h: int, c: int) -> tuple[bytes, int] | None:
+    """For a stored PNG of a ``w`` x ``h`` image of ``c`` channels whose filtered rows fit one
+    stored block: its bytes up to the rows (signature, IHDR, the IDAT chunk's start, zlib's and
+    the block's headers) and the CRC of the chunk so far; None when the rows take more blocks."""
+    n = h * (w * c + 1)
+    found = None
+    if n <= _STORED_MAX:
+        stream = _ZLIB_HEADER + _pack_stored(1, n, n ^ 0xFFFF)
+        size = len(stream) + n + 4  # and the Adler-32
+        head = _PNG_SIGNATURE + _ihdr(w, h, c) + _pack_u32(size) + b"IDAT" + stream
+        found = (head, zlib.crc32(b"IDAT" + stream))
+    if len(_stored_heads) < 256:
+        _stored_heads[w, h, c] = found
+    return found
+
+
 def scanlines(h: int, w: int, c: int) -> tuple[np.ndarray, np.ndarray]:
     """A buffer for :func:`png_from_scanlines` and the HWC view of its pixels, for a caller
     that lays out pixels itself (a canvas of tiles): they go straight where the PNG needs them."""
@@ -259,6 +278,13 @@ def pngs_from_scanlines(
     """PNGs of a stack of images of one shape, ``(k, h, 1 + w * c)`` laid out as
     :func:`scanlines` lays out one: what can be decided for all at once is (whether each
     compresses), the rest image by image. See :func:`png_from_scanlines`."""
+    return [b"".join(parts) for parts in png_parts(buffers, w, c, level)]
+
+
+def png_parts(buffers: np.ndarray, w: int, c: int, level: int | None = None) -> list[list[_Buffer]]:
+    """:func:`pngs_from_scanlines`, each PNG as the pieces that make it (stored rows are views
+    of ``buffers``, valid until ``buffers`` changes): for a caller that copies them into a
+    larger message at once."""
     k, h = buffers.shape[:2]
     rows = buffers[:, :, 1:]
     levels = [PNG_COMPRESS_LEVEL if level is None else level] * k
@@ -275,8 +301,16 @@ def pngs_from_scanlines(
     ihdr = _ihdr_cache.get((w, h, c)) or _ihdr(w, h, c)
     crc32 = zlib.crc32
     idat = crc32(b"IDAT")
-    out = []
+    out: list[list[_Buffer]] = []
+    stored = _stored_heads.get((w, h, c)) or _stored_head(w, h, c)
     for i, image_level in enumerate(levels):
+        if image_level <= 0 and stored is not None:  # one stored block: all but the data known
+            head, head_crc = stored
+            data = buffers[i].data.cast("B")
+            adler = _pack_u32(zlib.adler32(data))
+            crc = crc32(adler, crc32(data, head_crc))
+            out.append([head, data, adler, _pack_u32(crc), _IEND])
+            continue
         data = buffers[i] if image_level <= 0 else filtered_rows(rows[i], c)
         # The zlib stream goes into the PNG as pieces (views of ``data`` when stored): one copy,
         # the final join; the IDAT CRC is computed over the pieces.
@@ -285,11 +319,7 @@ def pngs_from_scanlines(
         for part in parts:
             crc = crc32(part, crc)
         size = sum(map(len, parts))
-        out.append(
-            b"".join(
-                [_PNG_SIGNATURE, ihdr, _pack_u32(size), b"IDAT", *parts, _pack_u32(crc), _IEND]
-            )
-        )
+        out.append([_PNG_SIGNATURE, ihdr, _pack_u32(size), b"IDAT", *parts, _pack_u32(crc), _IEND])
     return out
 
 

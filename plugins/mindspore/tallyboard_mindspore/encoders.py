@@ -21,7 +21,13 @@ from operator import itemgetter
 from typing import Any
 
 import numpy as np
-from tallyboard.records.framing import frame, frame_fixed, in_call_order, varint_columns
+from tallyboard.records.framing import (
+    frame,
+    frame_fixed,
+    frame_parts,
+    in_call_order,
+    varint_columns,
+)
 from tallyboard.records.wire import float32 as _float32
 from tallyboard.records.wire import varint, wall_step
 
@@ -202,8 +208,13 @@ def _runs_of_one_shape(rows: Sequence[tuple[Any, ...]]) -> list[Sequence[tuple[A
     return runs
 
 
-def _stack(arrays: list[np.ndarray]) -> np.ndarray:
-    return np.stack(arrays) if len(arrays) > 1 else arrays[0][None]
+def _stack(arrays: list[np.ndarray], name: str) -> np.ndarray:
+    """The arrays (of one shape and dtype) as one, ``(k, ...)``, copied into a work array of
+    the thread (``name``)."""
+    if len(arrays) == 1:
+        return arrays[0][None]
+    first = arrays[0]
+    return np.stack(arrays, out=_scratch_array(name, len(arrays), first.shape, first.dtype))
 
 
 _scratch = threading.local()
@@ -226,25 +237,21 @@ def encode_image_rows(rows: Sequence[tuple[Any, ...]]) -> bytes:
     """Framed summary Events for rows ``(key, tag, step, wall_time, images)`` of NCHW arrays
     that :func:`image_row_ok` accepts, in order, each as :func:`encode_image` writes it: the
     arrays of one shape are scaled, tiled and judged (stored or deflated) together."""
-    from tallyboard_image.codec import pngs_from_scanlines
+    from tallyboard_image.codec import png_parts
 
     out = []
     for run in _runs_of_one_shape(rows):
         k = len(run)
         first = run[0][4]
-        if k == 1:
-            images = first[None]
-        else:
-            images = np.stack(
-                [row[4] for row in run], out=_scratch_array("images", k, first.shape, first.dtype)
-            )
+        images = _stack([row[4] for row in run], "images")
         height, width = canvas_shape(first.shape)
         buffers = _scratch_array("scanlines", k, (height, width * 3 + 1), np.uint8)
         scaled = _scratch_array("scaled", k, first.shape, np.uint8)
         draw_canvases(images, buffers[:, :, 1:].reshape(k, height, width, 3), scaled)
         del images
-        for (_, tag, step, wall_time, _), png in zip(run, pngs_from_scanlines(buffers, width, 3)):
-            out.append(frame(wire.image_event(wall_time, int(step), tag, height, width, 3, png)))
+        for (_, tag, step, wall_time, _), png in zip(run, png_parts(buffers, width, 3)):
+            parts = wire.image_event_parts(wall_time, int(step), tag, height, width, 3, png)
+            out.append(frame_parts(parts))
     return b"".join(out)
 
 
@@ -282,7 +289,7 @@ def _histogram_records(run: Sequence[tuple[Any, ...]]) -> list[bytes]:
     total = arrays[0].size
     if len(arrays) == 1 or dtype not in (np.float32, np.float64) or total < 2:
         return [_histogram_record(row) for row in run]
-    values = np.stack(arrays).reshape(len(arrays), -1)
+    values = _stack(arrays, "histograms").reshape(len(arrays), -1)
     vmin = values.min(axis=1).astype(np.float64)
     vmax = values.max(axis=1).astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):

@@ -366,12 +366,15 @@ class MindSporeSink:
                 self.failed(summary, exc)
             return
         key = self._array_rows.get(kind)
-        if key is not None and type(payload) is np.ndarray:
+        if (
+            key is not None
+            and type(payload) is np.ndarray
+            and (kind == "histogram" or image_row_ok(payload))
+        ):
             # One image or histogram: a row, encoded later with its neighbours (a batch of
             # arrays of one shape costs a fraction of their NumPy calls one by one).
-            if kind == "histogram" or image_row_ok(payload):
-                self.summary.write_array_row((key, tag, step, wall_time, payload), wall_time)
-                return
+            self.summary.write_array_row((key, tag, step, wall_time, payload), wall_time)
+            return
         encode = self._deferred.get(kind)
         if encode is not None:  # one image or histogram: encoded later on the writer thread
             size = (

@@ -148,19 +148,27 @@ def image_event(
     wall_time: float, step: int, tag: str, height: int, width: int, colorspace: int, png: bytes
 ) -> bytes:
     """``summary_event(wall_time, step, [image_value(tag, ...)])`` in one join: the PNG is
-    copied once, not once per enclosing message. What comes between the step and the PNG is
-    kept per tag, shape and PNG size (stored PNGs of one shape all have one size)."""
-    key = (tag, height, width, colorspace, len(png))
+    copied once, not once per enclosing message."""
+    return b"".join(image_event_parts(wall_time, step, tag, height, width, colorspace, [png]))
+
+
+def image_event_parts(
+    wall_time: float, step: int, tag: str, height: int, width: int, colorspace: int, png: list[Any]
+) -> list[Any]:
+    """:func:`image_event` as pieces, the PNG given as pieces too. What comes between the step
+    and the PNG is kept per tag, shape and PNG size (stored PNGs of one shape share a size)."""
+    size = sum(map(len, png))
+    key = (tag, height, width, colorspace, size)
     head = _image_heads.get(key)
     if head is None:
         fields = field_varint(1, height) + field_varint(2, width) + field_varint(3, colorspace)
-        image = fields + b"\x22" + varint(len(png))
-        value = tag_field(tag) + b"\x22" + varint(len(image) + len(png)) + image
-        summary = b"\x0a" + varint(len(value) + len(png)) + value
-        head = b"\x2a" + varint(len(summary) + len(png)) + summary
+        image = fields + b"\x22" + varint(size)
+        value = tag_field(tag) + b"\x22" + varint(len(image) + size) + image
+        summary = b"\x0a" + varint(len(value) + size) + value
+        head = b"\x2a" + varint(len(summary) + size) + summary
         if len(_image_heads) < 4096:
             _image_heads[key] = head
-    return b"".join([wall_step(wall_time, step), head, png])
+    return [wall_step(wall_time, step), head, *png]
 
 
 def histogram_proto(
