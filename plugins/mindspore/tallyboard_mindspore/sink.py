@@ -10,7 +10,10 @@ truncated: a name already taken moves the time stamp forward.
 A ``record()`` step of float scalars only (the common case) is queued as a row ``(tag(s), step,
 wall_time, value(s))`` and framed with thousands of others on the writer thread
 (:func:`~tallyboard_mindspore.encoders.encode_scalar_rows`), byte for byte the Event the
-per-record path writes, in call order with every other record. With ``max_file_size`` each
+per-record path writes, in call order with every other record. A step of one image or one
+histogram (a NumPy array) is queued the same way, as a row of the array, and encoded with the
+arrays queued beside it (:func:`~tallyboard_mindspore.encoders.encode_image_rows`,
+:func:`~tallyboard_mindspore.encoders.encode_histogram_rows`). With ``max_file_size`` each
 record is encoded in the caller instead, as MindSpore's budget counts every record's size.
 
 Options (``SinkOptions.extra``): ``file_prefix``, ``file_suffix``, ``max_file_size``,
