@@ -103,3 +103,22 @@ def test_a_batch_larger_than_one_stack_is_written_in_order() -> None:
     arrays = image_arrays(9, (1, 3, 16, 16), np.float32, 2 * encoders.ARRAY_BATCH + 3)
     rows = [(0, "img", i, 1.0, a) for i, a in enumerate(arrays)]
     assert encoders.encode_image_rows(rows) == one_by_one(encoders.encode_image, rows)
+
+
+def test_snapshots_taken_in_turn_are_encoded_without_a_copy_and_others_with_one() -> None:
+    from tallyboard.faces.snapshots import Snapshots
+
+    copies = Snapshots()
+    arrays = image_arrays(11, (1, 3, 16, 16), np.float32, 6)
+    snapshots = [copies.copy(a) for a in arrays]
+    together = encoders._stack(snapshots[:4], "test")
+    assert not together.flags.owndata and np.shares_memory(together, snapshots[0])
+    np.testing.assert_array_equal(together, np.stack(arrays[:4]))
+    for order in ([2, 0, 1], [0, 2, 1, 3]):  # out of order (the second spans the same rows)
+        shuffled = encoders._stack([snapshots[i] for i in order], "test")
+        assert not np.shares_memory(shuffled, snapshots[0])
+        np.testing.assert_array_equal(shuffled, np.stack([arrays[i] for i in order]))
+    mixed = [snapshots[0], arrays[1].copy(), snapshots[2]]
+    np.testing.assert_array_equal(encoders._stack(mixed, "test"), np.stack(arrays[:3]))
+    rows = [(0, "img", i, 1.0, s) for i, s in enumerate(snapshots)]
+    assert encoders.encode_image_rows(rows) == one_by_one(encoders.encode_image, rows)

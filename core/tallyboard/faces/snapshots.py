@@ -6,9 +6,10 @@ logs arrays of the same few shapes again and again; fresh copies there cost more
 copying itself: pending copies grow the heap, the allocator gives the freed memory back to the
 system once they are written, and every later copy touches new pages (a 1x3x64x64 float32
 image a step cost about 50 us in page faults on the development machine). Here each shape and
-dtype gets a ring of arrays, and an array is copied into again only once nothing else refers
-to it (its reference count says so: a sink that still holds it, or a view of it, keeps it
-out of use). When every array of a ring is in use, a fresh copy is made, as before.
+dtype gets a ring of arrays, one after the other in one block of memory, and an array is
+copied into again only once nothing else refers to it (reference counts say so: a sink that
+still holds it, or a view of it, keeps it out of use). When the ring's next array is in use, a
+fresh copy is made, as before.
 """
 
 from __future__ import annotations
@@ -27,34 +28,51 @@ MAX_BYTES = 1 << 20
 RING_BYTES = 8 << 20
 MAX_RINGS = 4
 # References to a ring's array that nothing else holds: the ring's list, the local name in
-# _Ring.take and the argument of sys.getrefcount.
+# _Ring.take and the argument of sys.getrefcount; to its flat array: the ring's list, the
+# array's ``base`` and the argument.
 _FREE = 3
 
 
 class _Ring:
-    __slots__ = ("arrays", "limit", "position")
+    """Up to ``limit`` arrays shaped as ``like``, laid one after the other in one block of
+    memory and handed out in turn, so that arrays copied one after the other are usually
+    neighbours (an encoder may then view several as one array instead of stacking copies)."""
 
-    def __init__(self, limit: int) -> None:
+    __slots__ = ("arrays", "flats", "limit", "position", "block", "like")
+
+    def __init__(self, like: np.ndarray, limit: int) -> None:
         self.arrays: list[np.ndarray] = []
+        # Each array is a view of a flat array over its slice of the block; a view of the array
+        # refers to that flat array (NumPy's views refer to the first array that owns memory or
+        # stands on another object's), so both must be free for the slice to be.
+        self.flats: list[np.ndarray] = []
         self.limit = limit
         self.position = 0
+        self.block = np.empty(limit * like.nbytes, dtype=np.uint8)  # pages touched when used
+        self.like = (like.shape, like.dtype)
 
-    def take(self, like: np.ndarray) -> np.ndarray:
-        """An array shaped as ``like`` that nothing else refers to: the ring's next one if it is
-        free, else a new one, which joins the ring while it has room. Each array owns its
-        memory, so a view of it refers to it, and keeps it out of use, too."""
+    def take(self) -> np.ndarray:
+        """The ring's next array if nothing else refers to it, a new one while the ring has
+        room for more, else a fresh array outside the ring."""
         arrays = self.arrays
         if arrays:
             position = self.position
             array = arrays[position]
-            if sys.getrefcount(array) == _FREE:
+            if sys.getrefcount(array) == _FREE and sys.getrefcount(self.flats[position]) == _FREE:
                 self.position = (position + 1) % len(arrays)
                 return array
-        array = np.empty_like(like)
-        if len(arrays) < self.limit:
-            arrays.insert(self.position, array)
-            self.position = (self.position + 1) % len(arrays)
-        return array
+        shape, dtype = self.like
+        if len(arrays) < self.limit and self.position == 0:
+            # the ring grows at its end only, so that its arrays stay in order in the block
+            size = self.block.nbytes // self.limit
+            start = len(arrays) * size
+            piece = self.block.data[start : start + size]  # a memoryview of the slice
+            flat = np.frombuffer(piece, dtype=dtype)
+            array = flat.reshape(shape)
+            self.flats.append(flat)
+            arrays.append(array)
+            return array
+        return np.empty(shape, dtype)
 
 
 class Snapshots:
@@ -75,7 +93,7 @@ class Snapshots:
             if ring is None:
                 if len(self._rings) >= MAX_RINGS:
                     return array.copy()
-                ring = self._rings[key] = _Ring(max(2, RING_BYTES // size))
-            out = ring.take(array)
+                ring = self._rings[key] = _Ring(array, max(2, RING_BYTES // size))
+            out = ring.take()
         np.copyto(out, array)
         return out

@@ -209,12 +209,32 @@ def _runs_of_one_shape(rows: Sequence[tuple[Any, ...]]) -> list[Sequence[tuple[A
 
 
 def _stack(arrays: list[np.ndarray], name: str) -> np.ndarray:
-    """The arrays (of one shape and dtype) as one, ``(k, ...)``, copied into a work array of
-    the thread (``name``)."""
-    if len(arrays) == 1:
-        return arrays[0][None]
+    """The arrays (of one shape and dtype) as one, ``(k, ...)``: a view when they lie one after
+    the other in one block of memory (the face copies logged arrays so, in turn), else a copy
+    into a work array of the thread (``name``)."""
     first = arrays[0]
-    return np.stack(arrays, out=_scratch_array(name, len(arrays), first.shape, first.dtype))
+    k = len(arrays)
+    if k == 1:
+        return first[None]
+    block = _block_of(first)
+    if block is not None and all(_block_of(array) is block for array in arrays):
+        origin = block.ctypes.data
+        size = first.nbytes
+        offsets = [array.ctypes.data - origin for array in arrays]
+        if offsets == list(range(offsets[0], offsets[0] + k * size, size)):  # in order
+            view = block[offsets[0] : offsets[0] + k * size].view(first.dtype)
+            return view.reshape((k,) + first.shape)
+    return np.stack(arrays, out=_scratch_array(name, k, first.shape, first.dtype))
+
+
+def _block_of(array: np.ndarray) -> np.ndarray | None:
+    """The 1-D ``uint8`` array whose memory ``array`` views through a flat array over a
+    memoryview of it (how the face's snapshots lie), else None."""
+    flat = array.base
+    buffer = getattr(flat, "base", None)
+    if type(buffer) is memoryview and type(buffer.obj) is np.ndarray:
+        return buffer.obj
+    return None
 
 
 _scratch = threading.local()
