@@ -309,7 +309,7 @@ def png_parts(buffers: np.ndarray, w: int, c: int, level: int | None = None) -> 
             data = buffers[i].data.cast("B")
             adler = _pack_u32(zlib.adler32(data))
             crc = crc32(adler, crc32(data, head_crc))
-            out.append([head, data, adler, _pack_u32(crc), _IEND])
+            out.append([head, data, adler + _pack_u32(crc) + _IEND])
             continue
         data = buffers[i] if image_level <= 0 else filtered_rows(rows[i], c)
         # The zlib stream goes into the PNG as pieces (views of ``data`` when stored): one copy,

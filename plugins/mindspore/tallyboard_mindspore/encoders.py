@@ -445,10 +445,10 @@ def draw_canvases(images: np.ndarray, out: np.ndarray, scaled: np.ndarray | None
         values = images.astype(np.float64).astype(np.float32)
     else:
         values = images.astype(np.float32)
-    axes = (1, 2, 3, 4)
+    rows_of_values = images.reshape(k, -1)  # a view: the stack is contiguous
     # as Python floats: float64, as MindSpore's canvas holds them
-    max_value: list[float] = images.max(axis=axes).tolist()
-    min_value: list[float] = images.min(axis=axes).tolist()
+    max_value: list[float] = rows_of_values.max(axis=1).tolist()
+    min_value: list[float] = rows_of_values.min(axis=1).tolist()
     if padded:  # empty cells of the canvas are zeros, and count in its max and min
         max_value = [float(np.maximum(m, 0.0)) for m in max_value]
         min_value = [float(np.minimum(m, 0.0)) for m in min_value]

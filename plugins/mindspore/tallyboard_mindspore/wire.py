@@ -168,7 +168,7 @@ def image_event_parts(
         head = b"\x2a" + varint(len(summary) + size) + summary
         if len(_image_heads) < 4096:
             _image_heads[key] = head
-    return [wall_step(wall_time, step), head, *png]
+    return [wall_step(wall_time, step) + head + png[0], *png[1:]]  # small pieces joined
 
 
 def histogram_proto(
