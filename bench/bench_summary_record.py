@@ -169,6 +169,9 @@ def conversions(tensor_type: Any, n: int = 2000) -> None:
         "np.asarray(t)": np.asarray,
         "t.__array__()": lambda t: t.__array__(),
         "np.frombuffer(t.get_bytes())": lambda t: np.frombuffer(t.get_bytes(), np.float32),
+        "the same, reshaped to t.shape (floor)": lambda t: np.frombuffer(
+            t.get_bytes(), np.float32
+        ).reshape(t.shape),
         "DLPack: t.to_dlpack()": lambda t: t.to_dlpack(),
         "t.item()": lambda t: t.item(),
         "t._item() (what item() calls)": lambda t: t._item(),

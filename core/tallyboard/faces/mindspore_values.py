@@ -100,15 +100,24 @@ def to_numpy(tensor: Any) -> np.ndarray:
     """A NumPy copy of ``tensor`` (read-only: nothing may change a logged value afterwards).
 
     bfloat16, which NumPy lacks (and whose ``asnumpy()`` crashes MindSpore 2.10 on NumPy 2), is
-    widened to float32 exactly: its bits are a float32's upper half."""
-    dtype = tensor.dtype
-    found = _numpy_dtype(dtype)
+    widened to float32 exactly: its bits are a float32's upper half. Bytes that do not fill the
+    Tensor's shape (a case MindSpore should not produce) fall back to ``asnumpy()``."""
+    try:
+        dtype = tensor._dtype  # the C member behind the ``dtype`` property
+    except AttributeError:
+        dtype = tensor.dtype
+    entry = _dtypes.get(id(dtype))
+    found = entry[1] if entry is not None and entry[0] is dtype else _numpy_dtype(dtype)
     if not getattr(tensor, "has_init", False):
         if found is not None:
-            shape = tuple(tensor.shape)
-            data = tensor.get_bytes()
-            if len(data) == found.itemsize * prod(shape):
-                return np.frombuffer(data, found).reshape(shape)
+            try:  # a size that does not match raises here, in frombuffer or reshape
+                array = np.frombuffer(tensor.get_bytes(), found)
+                shape = tensor.shape
+                if len(shape) == 1 and len(array) == shape[0]:
+                    return array  # already shaped: a reshape costs a third of the rest
+                return array.reshape(shape)
+            except ValueError:
+                pass
         elif str(dtype) == "BFloat16":
             shape = tuple(tensor.shape)
             data = tensor.get_bytes()
