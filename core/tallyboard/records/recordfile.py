@@ -295,11 +295,6 @@ class RecordFile:
         return self._closed
 
     @property
-    def deferred_pending(self) -> int:
-        """Deferred encodes queued and not yet taken by the writer thread (how far behind it is)."""
-        return self._deferred
-
-    @property
     def pending(self) -> int:
         """Records accepted but not yet written."""
         count, skip = 0, 0

@@ -116,11 +116,6 @@ def _deflate_parts(raw: _Buffer, level: int, probe: bool = True) -> list[_Buffer
     return [compressor.compress(view), compressor.flush()]
 
 
-def _deflate(raw: _Buffer, level: int, probe: bool = True) -> bytes:
-    """zlib stream of ``raw`` (see :func:`_deflate_parts`)."""
-    return b"".join(_deflate_parts(raw, level, probe))
-
-
 def _near_zero(rows: np.ndarray, channels: int = 1) -> list[float]:
     """How predictable pictures are, judged on about 8 rows of each (``rows``: images of rows
     of bytes, ``(k, h, bytes)``; ``channels``: bytes a pixel): per image, the fraction of bytes

@@ -144,19 +144,13 @@ def image_value(tag: str, height: int, width: int, colorspace: int, png: bytes) 
 _image_heads: dict[tuple[str, int, int, int, int], bytes] = {}
 
 
-def image_event(
-    wall_time: float, step: int, tag: str, height: int, width: int, colorspace: int, png: bytes
-) -> bytes:
-    """``summary_event(wall_time, step, [image_value(tag, ...)])`` in one join: the PNG is
-    copied once, not once per enclosing message."""
-    return b"".join(image_event_parts(wall_time, step, tag, height, width, colorspace, [png]))
-
-
 def image_event_parts(
     wall_time: float, step: int, tag: str, height: int, width: int, colorspace: int, png: list[Any]
 ) -> list[Any]:
-    """:func:`image_event` as pieces, the PNG given as pieces too. What comes between the step
-    and the PNG is kept per tag, shape and PNG size (stored PNGs of one shape share a size)."""
+    """``summary_event(wall_time, step, [image_value(tag, ...)])`` as pieces, the PNG given as
+    pieces too, for one copy of the PNG into the framed record rather than one per enclosing
+    message. What comes between the step and the PNG is kept per tag, shape and PNG size
+    (stored PNGs of one shape share a size)."""
     size = sum(map(len, png))
     key = (tag, height, width, colorspace, size)
     head = _image_heads.get(key)
