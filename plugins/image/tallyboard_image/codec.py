@@ -264,22 +264,15 @@ def png_from_scanlines(buffer: np.ndarray, w: int, c: int, level: int | None = N
     """A PNG of the pixels in ``buffer`` (from :func:`scanlines`; its first column is written
     here). ``level``: zlib's, 0 to store; None (the default) stores what cannot be compressed
     (noise) and deflates the rest at :data:`PNG_COMPRESS_LEVEL`, after PNG's adaptive filters."""
-    return pngs_from_scanlines(buffer[None], w, c, level)[0]
-
-
-def pngs_from_scanlines(
-    buffers: np.ndarray, w: int, c: int, level: int | None = None
-) -> list[bytes]:
-    """PNGs of a stack of images of one shape, ``(k, h, 1 + w * c)`` laid out as
-    :func:`scanlines` lays out one: what can be decided for all at once is (whether each
-    compresses), the rest image by image. See :func:`png_from_scanlines`."""
-    return [b"".join(parts) for parts in png_parts(buffers, w, c, level)]
+    return b"".join(png_parts(buffer[None], w, c, level)[0])
 
 
 def png_parts(buffers: np.ndarray, w: int, c: int, level: int | None = None) -> list[list[_Buffer]]:
-    """:func:`pngs_from_scanlines`, each PNG as the pieces that make it (stored rows are views
-    of ``buffers``, valid until ``buffers`` changes): for a caller that copies them into a
-    larger message at once."""
+    """PNGs of a stack of images of one shape, ``(k, h, 1 + w * c)`` laid out as
+    :func:`scanlines` lays out one (see :func:`png_from_scanlines`), each as the pieces that make
+    it (stored rows are views of ``buffers``, valid until ``buffers`` changes), for a caller that
+    copies them into a larger message at once. What can be decided for all at once is (whether
+    each compresses), the rest image by image."""
     k, h = buffers.shape[:2]
     rows = buffers[:, :, 1:]
     levels = [PNG_COMPRESS_LEVEL if level is None else level] * k

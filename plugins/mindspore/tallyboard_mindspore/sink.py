@@ -186,29 +186,26 @@ class _File:
             self.sink.check_disk(self.path, size, self)
         return not self.dead
 
-    def write_row(self, row: tuple[Any, ...], wall_time: float) -> None:
-        """Queue a validated row for the file's batch encoder (no size budget: see the sink)."""
-        if self._ready(wall_time, ROW_SIZE_HINT):
+    def _queue(self, wall_time: float, size: int, method: str, *args: Any) -> None:
+        """Call the open file's ``method`` (a queueing one) once the file is ready for ``size``
+        more bytes; no size budget (see the sink). An I/O error stops the file, as any does."""
+        if self._ready(wall_time, size):
             try:
-                self.file.write_row(row)  # type: ignore[union-attr]
+                getattr(self.file, method)(*args)
             except (OSError, RuntimeError) as exc:
                 self.sink.failed(self, exc)
+
+    def write_row(self, row: tuple[Any, ...], wall_time: float) -> None:
+        """Queue a validated row for the file's batch encoder."""
+        self._queue(wall_time, ROW_SIZE_HINT, "write_row", row)
 
     def write_array_row(self, row: tuple[Any, ...], wall_time: float) -> None:
-        """Queue a validated row of an array (see RecordFile.write_array_row; no size budget)."""
-        if self._ready(wall_time, int(row[4].nbytes) + 16):
-            try:
-                self.file.write_array_row(row)  # type: ignore[union-attr]
-            except (OSError, RuntimeError) as exc:
-                self.sink.failed(self, exc)
+        """Queue a validated row of an array (see RecordFile.write_array_row)."""
+        self._queue(wall_time, int(row[4].nbytes) + 16, "write_array_row", row)
 
     def write_deferred(self, record: Deferred, size: int, wall_time: float) -> None:
-        """Queue a Deferred encode of about ``size`` bytes (no size budget: see the sink)."""
-        if self._ready(wall_time, size + 16):
-            try:
-                self.file.write(record, size)  # type: ignore[union-attr]
-            except (OSError, RuntimeError) as exc:
-                self.sink.failed(self, exc)
+        """Queue a Deferred encode of about ``size`` bytes."""
+        self._queue(wall_time, size + 16, "write", record, size)
 
     def flush(self) -> None:
         if self.file is not None and not self.dead:
