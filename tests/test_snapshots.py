@@ -69,3 +69,20 @@ def test_threads_copying_at_once_never_share_an_array() -> None:
     for thread in threads:
         thread.join()
     assert bad == []
+
+
+def test_copies_hold_the_values_whatever_the_layout_and_byte_order() -> None:
+    copies = Snapshots()
+    base = np.arange(24 * 40, dtype=np.float64).reshape(24, 40)
+    for array in [
+        base,
+        base.T,  # not contiguous
+        base[::2, ::3],
+        base.astype(">f4"),  # big-endian
+        base.astype(np.int16),
+        np.frombuffer(base.tobytes(), np.float64).reshape(24, 40),  # read-only
+    ]:
+        for _ in range(3):  # from the ring once it has the shape
+            copy = copies.copy(array)
+            assert copy.dtype == array.dtype and copy.shape == array.shape
+            assert (copy == array).all() and not np.shares_memory(copy, array)

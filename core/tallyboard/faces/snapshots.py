@@ -95,5 +95,11 @@ class Snapshots:
                     return array.copy()
                 ring = self._rings[key] = _Ring(array, max(2, RING_BYTES // size))
             out = ring.take()
-        np.copyto(out, array)
+        if array.flags.c_contiguous:
+            # a copy that keeps the GIL: NumPy's lets go of it for large arrays, and a writer
+            # thread waiting for it takes it in the middle of the caller's step (an image step
+            # cost 10% more so)
+            out.data.cast("B")[:] = array.data.cast("B")
+        else:
+            np.copyto(out, array)
         return out

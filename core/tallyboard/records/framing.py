@@ -100,15 +100,16 @@ def frame(payload: bytes) -> bytes:
     return head + payload + _pack_i((((crc >> 15) | (crc << 17)) + _MASK_DELTA) & _U32)
 
 
-def frame_parts(parts: Sequence[bytes | memoryview]) -> bytes:
-    """One framed record holding ``parts`` one after the other: the same bytes as
-    ``frame(b"".join(parts))``, with one copy of each part instead of two."""
+def frame_parts(parts: Sequence[bytes | memoryview]) -> list[bytes | memoryview]:
+    """One framed record holding ``parts`` one after the other, as pieces: joined, the same
+    bytes as ``frame(b"".join(parts))``. A caller joins the pieces of many records at once, so
+    each part is copied once."""
     crc = 0
     for part in parts:
         crc = crc32c_extend(crc, part)
     n = sum(map(len, parts))
     head = _header_cache.get(n) or _header(n)
-    return b"".join([head, *parts, _pack_i((((crc >> 15) | (crc << 17)) + _MASK_DELTA) & _U32)])
+    return [head, *parts, _pack_i((((crc >> 15) | (crc << 17)) + _MASK_DELTA) & _U32)]
 
 
 class CorruptRecord(ValueError):

@@ -259,7 +259,7 @@ def encode_image_rows(rows: Sequence[tuple[Any, ...]]) -> bytes:
     arrays of one shape are scaled, tiled and judged (stored or deflated) together."""
     from tallyboard_image.codec import png_parts
 
-    out = []
+    out: list[bytes | memoryview] = []  # the pieces of every record, joined once
     for run in _runs_of_one_shape(rows):
         k = len(run)
         first = run[0][4]
@@ -271,7 +271,7 @@ def encode_image_rows(rows: Sequence[tuple[Any, ...]]) -> bytes:
         del images
         for (_, tag, step, wall_time, _), png in zip(run, png_parts(buffers, width, 3)):
             parts = wire.image_event_parts(wall_time, int(step), tag, height, width, 3, png)
-            out.append(frame_parts(parts))
+            out += frame_parts(parts)
     return b"".join(out)
 
 
