@@ -120,5 +120,10 @@ def test_snapshots_taken_in_turn_are_encoded_without_a_copy_and_others_with_one(
         np.testing.assert_array_equal(shuffled, np.stack([arrays[i] for i in order]))
     mixed = [snapshots[0], arrays[1].copy(), snapshots[2]]
     np.testing.assert_array_equal(encoders._stack(mixed, "test"), np.stack(arrays[:3]))
+    # views of snapshots that do not start where their memory does, or run backwards
+    flipped = [snapshots[0][..., ::-1], snapshots[1]]
+    np.testing.assert_array_equal(encoders._stack(flipped, "test"), np.stack(flipped))
+    part = [snapshots[0][:, :, 1:], snapshots[1][:, :, 1:]]
+    np.testing.assert_array_equal(encoders._stack(part, "test"), np.stack(part))
     rows = [(0, "img", i, 1.0, s) for i, s in enumerate(snapshots)]
     assert encoders.encode_image_rows(rows) == one_by_one(encoders.encode_image, rows)

@@ -190,6 +190,28 @@ def test_images_have_mindspores_pixels_for_every_batch_size_channel_count_and_dt
         np.testing.assert_array_equal(pixels, expected, err_msg=str((batch.shape, batch.dtype)))
 
 
+def test_images_at_the_edges_of_zero_and_one_have_mindspores_pixels(logdir: Path) -> None:
+    # values in [0, 1] are scaled by 255 alone, others by their min and max: the edges decide
+    # (each batch its own shape, so that none is encoded in one stack with another)
+    batches = []
+    for dtype in (np.float32, np.float64):
+        one = dtype(1)
+        edges = [0.0, -0.0, 1.0, np.nextafter(one, dtype(2)), -np.finfo(dtype).tiny, np.inf, np.nan]
+        for width, edge in enumerate(edges, 2):
+            batch = np.linspace(0, 1, 2 * 3 * 4 * width, dtype=dtype).reshape(2, 3, 4, width)
+            batch[1, 2, 3, 1] = edge
+            batches.append(batch)
+    with SummaryRecord(logdir) as record:
+        for step, batch in enumerate(batches):
+            record.add_value("image", "img", batch)
+            record.record(step)
+    images = [value for _, _, _, value in msr.values(only(logdir))]
+    assert len(images) == len(batches)
+    for batch, image in zip(batches, images):
+        pixels = np.asarray(Image.open(io.BytesIO(image.encoded_image)))
+        np.testing.assert_array_equal(pixels, _mindspore_canvas(batch), err_msg=str(batch))
+
+
 def test_histogram_buckets_packed_with_numpy_match_the_field_by_field_encoding() -> None:
     from tallyboard_mindspore import wire
 
