@@ -100,8 +100,21 @@ def test_a_batch_of_images_is_written_as_each_alone(dtype, shape) -> None:
 
 
 def test_a_batch_larger_than_one_stack_is_written_in_order() -> None:
-    arrays = image_arrays(9, (1, 3, 16, 16), np.float32, 2 * encoders.ARRAY_BATCH + 3)
+    arrays = image_arrays(
+        9, (1, 3, 40, 40), np.float32, 2 * encoders.ARRAY_BATCH + 3
+    )  # noise stored
     rows = [(0, "img", i, 1.0, a) for i, a in enumerate(arrays)]
+    assert encoders.encode_image_rows(rows) == one_by_one(encoders.encode_image, rows)
+
+
+def test_large_arrays_are_batched_a_few_at_a_time() -> None:
+    # a batch's temporary copies stay within ARRAY_BATCH_BYTES, whatever the image size
+    for shape, lengths in [((1, 3, 8, 8), [5]), ((1, 3, 256, 256), [2, 2, 1])]:  # 3 KiB, 768 KiB
+        arrays = [np.zeros(shape, np.float32) for _ in range(5)]
+        runs = encoders._runs_of_one_shape([(0, "img", i, 1.0, a) for i, a in enumerate(arrays)])
+        assert [len(run) for run in runs] == lengths
+    big = image_arrays(3, (1, 3, 256, 256), np.float32, 3)
+    rows = [(0, "img", i, 1.0, a) for i, a in enumerate(big)]
     assert encoders.encode_image_rows(rows) == one_by_one(encoders.encode_image, rows)
 
 

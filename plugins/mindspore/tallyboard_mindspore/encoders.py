@@ -189,23 +189,34 @@ def encode_histogram(tag: str, step: Any, wall_time: float, payload: Any) -> Pie
     return VALUE, wire.histogram_value(tag, histogram_proto(array)), step, wall_time
 
 
-#: Arrays of one shape encoded together at most (their stack is one temporary copy).
-ARRAY_BATCH = 16
+#: Arrays of one shape encoded together at most, and the bytes they may hold together: their
+#: stack and work arrays are temporary copies, and past a few hundred KiB a batch saves nothing.
+ARRAY_BATCH = 32
+ARRAY_BATCH_BYTES = 2 << 20
+
+
+def _batch_size(shape: tuple[int, ...], dtype: Any) -> int:
+    """How many arrays of ``shape`` and ``dtype`` one batch takes."""
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    return max(1, min(ARRAY_BATCH, ARRAY_BATCH_BYTES // max(size, 1)))
 
 
 def _runs_of_one_shape(rows: Sequence[tuple[Any, ...]]) -> list[Sequence[tuple[Any, ...]]]:
-    """Consecutive rows whose payloads share shape and dtype, :data:`ARRAY_BATCH` at most."""
+    """Consecutive rows whose payloads share shape and dtype, a batch's worth at most."""
     runs = []
     start = 0
+    limit = _batch_size(rows[0][4].shape, rows[0][4].dtype) if rows else 0
     for i in range(1, len(rows) + 1):
         if (
             i == len(rows)
-            or i - start >= ARRAY_BATCH
+            or i - start >= limit
             or rows[i][4].shape != rows[start][4].shape
             or rows[i][4].dtype != rows[start][4].dtype
         ):
             runs.append(rows[start:i])
             start = i
+            if i < len(rows):
+                limit = _batch_size(rows[i][4].shape, rows[i][4].dtype)
     return runs
 
 
@@ -259,7 +270,8 @@ def _scratch_array(name: str, count: int, shape: tuple[int, ...], dtype: Any) ->
         cache = _scratch.arrays = {}
     array = cache.get(name)
     if array is None or array.shape[1:] != shape or array.dtype != dtype or len(array) < count:
-        array = cache[name] = np.empty((max(count, ARRAY_BATCH),) + shape, dtype=dtype)
+        rows = max(count, _batch_size(shape, dtype))
+        array = cache[name] = np.empty((rows,) + shape, dtype=dtype)
     return array[:count]
 
 
@@ -269,7 +281,7 @@ def encode_image_rows(rows: Sequence[tuple[Any, ...]]) -> bytes:
     arrays of one shape are scaled, tiled and judged (stored or deflated) together."""
     from tallyboard_image.codec import png_parts
 
-    out: list[bytes | memoryview] = []  # the pieces of every record, joined once
+    out: list[bytes] = []
     for run in _runs_of_one_shape(rows):
         k = len(run)
         first = run[0][4]
@@ -279,10 +291,13 @@ def encode_image_rows(rows: Sequence[tuple[Any, ...]]) -> bytes:
         scaled = _scratch_array("scaled", k, first.shape, np.uint8)
         draw_canvases(images, buffers[:, :, 1:].reshape(k, height, width, 3), scaled)
         del images
+        pieces: list[bytes | memoryview] = []  # of the run's records, joined at once
         for (_, tag, step, wall_time, _), png in zip(run, png_parts(buffers, width, 3)):
             parts = wire.image_event_parts(wall_time, int(step), tag, height, width, 3, png)
-            out += frame_parts(parts)
-    return b"".join(out)
+            pieces += frame_parts(parts)
+        # before the next run reuses the work arrays that stored PNGs' pieces are views of
+        out.append(b"".join(pieces))
+    return out[0] if len(out) == 1 else b"".join(out)
 
 
 def image_row_ok(array: np.ndarray) -> bool:
