@@ -18,6 +18,7 @@ import struct
 import threading
 from collections.abc import Iterable, Sequence
 from ctypes import addressof, c_char
+from math import prod
 from operator import itemgetter
 from typing import Any
 
@@ -197,7 +198,7 @@ ARRAY_BATCH_BYTES = 2 << 20
 
 def _batch_size(shape: tuple[int, ...], dtype: Any) -> int:
     """How many arrays of ``shape`` and ``dtype`` one batch takes."""
-    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    size = prod(shape) * np.dtype(dtype).itemsize
     return max(1, min(ARRAY_BATCH, ARRAY_BATCH_BYTES // max(size, 1)))
 
 
