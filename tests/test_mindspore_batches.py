@@ -138,5 +138,14 @@ def test_snapshots_taken_in_turn_are_encoded_without_a_copy_and_others_with_one(
     np.testing.assert_array_equal(encoders._stack(flipped, "test"), np.stack(flipped))
     part = [snapshots[0][:, :, 1:], snapshots[1][:, :, 1:]]
     np.testing.assert_array_equal(encoders._stack(part, "test"), np.stack(part))
+    # arrays over the rows of a 2-D block: side by side in memory, but not the face's layout
+    grid = np.arange(4 * 3 * 16 * 16, dtype=np.uint32).view(np.uint8).reshape(4, -1)
+    n = grid.shape[1]
+    flat_bytes = memoryview(grid).cast("B")  # its ``obj`` is still the 2-D block
+    rows_of_grid = [
+        np.frombuffer(flat_bytes[i * n : (i + 1) * n], np.float32).reshape(1, 3, 16, 16)
+        for i in range(1, 4)
+    ]
+    np.testing.assert_array_equal(encoders._stack(rows_of_grid, "test"), np.stack(rows_of_grid))
     rows = [(0, "img", i, 1.0, s) for i, s in enumerate(snapshots)]
     assert encoders.encode_image_rows(rows) == one_by_one(encoders.encode_image, rows)

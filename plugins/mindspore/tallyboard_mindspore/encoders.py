@@ -231,7 +231,12 @@ def _stack(arrays: list[np.ndarray], name: str) -> np.ndarray:
         return first[None]
     pieces: list[Any] = [_piece_of(array) for array in arrays]
     block = pieces[0].obj if pieces[0] is not None else None
-    if block is not None and all(piece is not None and piece.obj is block for piece in pieces):
+    if (
+        block is not None
+        and block.ndim == 1
+        and block.dtype == np.uint8
+        and all(piece is not None and piece.obj is block for piece in pieces)
+    ):
         origin = block.ctypes.data
         size = first.nbytes
         # where each piece starts (a writable buffer's address: a quarter of the cost of each
