@@ -1,10 +1,14 @@
 """A TCP forwarder on 127.0.0.1 between a client and a server (moto's S3), for tests that count,
-log or stall what crosses it."""
+log or stall what crosses it, and moto's S3 server behind one."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import socket
 import threading
+from collections.abc import Iterator
+from typing import Any, TypeVar
 
 
 class Forwarder:
@@ -54,3 +58,46 @@ class Forwarder:
         self._server.close()
         for s in self._open:
             s.close()
+
+
+P = TypeVar("P", bound=Forwarder)
+
+
+@contextlib.contextmanager
+def moto_s3_behind(proxy_type: type[P], monkeypatch: Any) -> Iterator[tuple[P, str]]:
+    """moto's S3 server on 127.0.0.1 behind a ``proxy_type`` forwarder, test credentials in the
+    environment (through ``monkeypatch``): the proxy and the endpoint URL that goes through it.
+    Both are stopped at the end."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log on stderr
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(var, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    proxy = proxy_type(server.get_host_and_port())
+    try:
+        yield proxy, f"http://127.0.0.1:{proxy.port}"
+    finally:
+        proxy.close()
+        server.stop()
+
+
+@contextlib.contextmanager
+def s3fs_through(proxy_type: type[P], monkeypatch: Any, bucket: str) -> Iterator[tuple[Any, P]]:
+    """:func:`moto_s3_behind`, with fsspec's ``s3`` protocol set to reach it and ``bucket``
+    made: the filesystem and the proxy."""
+    import fsspec
+    import s3fs
+
+    with moto_s3_behind(proxy_type, monkeypatch) as (proxy, endpoint):
+        conf = {"endpoint_url": endpoint, "key": "testing", "secret": "testing"}
+        monkeypatch.setitem(fsspec.config.conf, "s3", conf)
+        s3fs.S3FileSystem.clear_instance_cache()
+        fs = fsspec.filesystem("s3")
+        fs.mkdir(bucket)
+        try:
+            yield fs, proxy
+        finally:
+            s3fs.S3FileSystem.clear_instance_cache()

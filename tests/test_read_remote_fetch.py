@@ -5,7 +5,6 @@ real HTTP server on 127.0.0.1."""
 from __future__ import annotations
 
 import http.server
-import logging
 import re
 import threading
 import time
@@ -17,7 +16,7 @@ import pytest
 from conftest import load_run
 from tallyboard import SummaryWriter, read
 from tallyboard.reading import fetch as fetch_mod
-from tcp_proxy import Forwarder
+from tcp_proxy import Forwarder, s3fs_through
 
 BUCKET = "tallyboard-sweep"
 
@@ -43,32 +42,8 @@ class RequestLog(Forwarder):
 
 @pytest.fixture(scope="module")
 def s3() -> Iterator[tuple[Any, RequestLog]]:
-    import fsspec
-    import s3fs
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    proxy = RequestLog(server.get_host_and_port())
-    with pytest.MonkeyPatch.context() as mp:
-        for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-            mp.setenv(var, "testing")
-        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        mp.setitem(
-            fsspec.config.conf,
-            "s3",
-            {"endpoint_url": f"http://127.0.0.1:{proxy.port}", "key": "testing", "secret": "x"},
-        )
-        s3fs.S3FileSystem.clear_instance_cache()
-        fs = fsspec.filesystem("s3")
-        fs.mkdir(BUCKET)
-        try:
-            yield fs, proxy
-        finally:
-            s3fs.S3FileSystem.clear_instance_cache()
-            proxy.close()
-            server.stop()
+    with pytest.MonkeyPatch.context() as mp, s3fs_through(RequestLog, mp, BUCKET) as found:
+        yield found
 
 
 def test_a_sweep_on_s3_reads_like_event_accumulator_and_skips_unwanted_runs(

@@ -3,7 +3,6 @@ holds every byte while paused) cannot hold flush() past it, and nothing is lost 
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -11,7 +10,7 @@ from typing import Any
 
 import pytest
 from tallyboard.records.remote import RemoteAppendFile, read_parts
-from tcp_proxy import Forwarder
+from tcp_proxy import Forwarder, moto_s3_behind
 
 
 class PausableProxy(Forwarder):
@@ -35,27 +34,16 @@ def stalling_s3(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[tuple[dict[str, Any], PausableProxy]]:
     import s3fs
-    from moto.server import ThreadedMotoServer
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(var, "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    proxy = PausableProxy(server.get_host_and_port())
-    options = {
-        "endpoint_url": f"http://127.0.0.1:{proxy.port}",
-        "key": "testing",
-        "secret": "testing",
-        "skip_instance_cache": True,
-    }
-    s3fs.S3FileSystem(**options).makedirs("deadline-test", exist_ok=True)
-    try:
+    with moto_s3_behind(PausableProxy, monkeypatch) as (proxy, endpoint):
+        options = {
+            "endpoint_url": endpoint,
+            "key": "testing",
+            "secret": "testing",
+            "skip_instance_cache": True,
+        }
+        s3fs.S3FileSystem(**options).makedirs("deadline-test", exist_ok=True)
         yield options, proxy
-    finally:
-        proxy.close()
-        server.stop()
 
 
 def test_a_stalled_store_cannot_hold_flush_past_the_deadline_and_loses_nothing(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import logging
 import threading
 import warnings
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from conftest import load_run
 from tallyboard import SummaryWriter
 from tallyboard.faces.summary_writer import SinkWarning
 from tallyboard.records.remote import read_parts
-from tcp_proxy import Forwarder
+from tcp_proxy import Forwarder, s3fs_through
 
 BUCKET = "tallyboard-test"
 
@@ -42,34 +41,8 @@ class CountingProxy(Forwarder):
 @pytest.fixture(scope="module")
 def s3(monkeypatch_module: pytest.MonkeyPatch) -> Iterator[tuple[Any, CountingProxy]]:
     """moto's S3 server and the proxy, started for this module; s3fs configured to use them."""
-    import fsspec
-    import s3fs
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log on stderr
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    proxy = CountingProxy(server.get_host_and_port())
-    for var, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch_module.setenv(var, value)
-    monkeypatch_module.setitem(
-        fsspec.config.conf,
-        "s3",
-        {"endpoint_url": f"http://127.0.0.1:{proxy.port}", "key": "testing", "secret": "testing"},
-    )
-    s3fs.S3FileSystem.clear_instance_cache()
-    fs = fsspec.filesystem("s3")
-    fs.mkdir(BUCKET)
-    try:
-        yield fs, proxy
-    finally:
-        s3fs.S3FileSystem.clear_instance_cache()
-        proxy.close()
-        server.stop()
+    with s3fs_through(CountingProxy, monkeypatch_module, BUCKET) as found:
+        yield found
 
 
 @pytest.fixture(scope="module")
