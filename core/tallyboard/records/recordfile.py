@@ -160,10 +160,9 @@ class RecordFile:
                 self._handoff()  # wait for room now, not max_queue records later
                 return
         else:
-            if self._error is not None or self._closed:
-                self._raise_error() if self._error is not None else self._raise_closed()
+            self._raise_if_failed()
             if type(record) is bytes:  # the error was raised before: accept records again
-                self._accepting = self._error is None
+                self._accepting = True
                 self.write(record)
                 return
             hint = size if size is not None else getattr(record, "size_hint", 0)
@@ -200,9 +199,8 @@ class RecordFile:
             if self._count >= self._max_queue:
                 self._handoff()
             return
-        if self._error is not None or self._closed:
-            self._raise_error() if self._error is not None else self._raise_closed()
-        self._accepting = self._error is None  # the error was raised before: accept rows again
+        self._raise_if_failed()
+        self._accepting = True  # the error was raised before: accept rows again
         self.write_row(row)
 
     def write_array_row(self, row: tuple[Any, ...]) -> None:
@@ -218,9 +216,8 @@ class RecordFile:
         if row[0] not in _array_keys:
             raise ValueError("write_array_row: the row's key is not a row_key(batch, arrays=True)")
         if not self._accepting:
-            if self._error is not None or self._closed:
-                self._raise_error() if self._error is not None else self._raise_closed()
-            self._accepting = self._error is None  # the error was raised before: accept again
+            self._raise_if_failed()
+            self._accepting = True  # the error was raised before: accept rows again
         self._pending.extend(row)
         self._bytes_in += int(row[4].nbytes)
         self._count += 1
@@ -242,6 +239,13 @@ class RecordFile:
 
     def _raise_closed(self) -> None:
         raise ValueError(f"write to closed record file {self.name}")
+
+    def _raise_if_failed(self) -> None:
+        """Raise the I/O error not raised yet, else that the file is closed, if it is."""
+        if self._error is not None:
+            self._raise_error()
+        if self._closed:
+            self._raise_closed()
 
     def write_now(self, record: bytes) -> None:
         """Write one record synchronously (ahead of nothing pending): for headers."""

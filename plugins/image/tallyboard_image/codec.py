@@ -73,11 +73,6 @@ def _stored_parts(raw: _Buffer) -> list[_Buffer]:
     return parts
 
 
-def _stored(raw: _Buffer) -> bytes:
-    """A zlib stream of ``raw`` in stored (uncompressed) blocks: a copy and an Adler-32."""
-    return b"".join(_stored_parts(raw))
-
-
 def _probe_size(data: _Buffer) -> int:
     """Bytes ``data`` deflates to at :data:`PROBE_LEVEL`, from a compressor kept per thread: each
     call ends with a full flush, so no call's output depends on another's. zlib's compressor

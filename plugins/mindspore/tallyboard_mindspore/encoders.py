@@ -34,7 +34,7 @@ from tallyboard.records.wire import float32 as _float32
 from tallyboard.records.wire import varint, wall_step
 
 from . import wire
-from .wire import _NO_NONFINITE, tag_field
+from .wire import _NO_NONFINITE
 from .wire import tag_field as _tag_field
 
 VALUE, EVENT, LINEAGE = "value", "event", "lineage"
@@ -402,9 +402,7 @@ def _histogram_head(tag: str, size: int) -> bytes:
     Histogram message, kept per tag and size."""
     head = _histogram_heads.get((tag, size))
     if head is None:
-        value = tag_field(tag) + b"\x4a" + varint(size)
-        summary = b"\x0a" + varint(len(value) + size) + value
-        head = b"\x2a" + varint(len(summary) + size) + summary
+        head = wire.value_event_head(_tag_field(tag) + b"\x4a" + varint(size), size)
         if len(_histogram_heads) < 4096:
             _histogram_heads[tag, size] = head
     return head

@@ -141,6 +141,14 @@ def image_value(tag: str, height: int, width: int, colorspace: int, png: bytes) 
     return tag_field(tag) + field_bytes(4, image_proto(height, width, colorspace, png))
 
 
+def value_event_head(value_head: bytes, size: int) -> bytes:
+    """What a summary Event of one ``Summary.Value`` holds between its step and the Value's last
+    ``size`` bytes (a message written after it), ``value_head`` being the Value's bytes before
+    them: the Event's and the Summary's length-delimited heads around it."""
+    summary = b"\x0a" + varint(len(value_head) + size) + value_head
+    return b"\x2a" + varint(len(summary) + size) + summary
+
+
 _image_heads: dict[tuple[str, int, int, int, int], bytes] = {}
 
 
@@ -157,9 +165,7 @@ def image_event_parts(
     if head is None:
         fields = field_varint(1, height) + field_varint(2, width) + field_varint(3, colorspace)
         image = fields + b"\x22" + varint(size)
-        value = tag_field(tag) + b"\x22" + varint(len(image) + size) + image
-        summary = b"\x0a" + varint(len(value) + size) + value
-        head = b"\x2a" + varint(len(summary) + size) + summary
+        head = value_event_head(tag_field(tag) + b"\x22" + varint(len(image) + size) + image, size)
         if len(_image_heads) < 4096:
             _image_heads[key] = head
     return [wall_step(wall_time, step) + head + png[0], *png[1:]]  # small pieces joined
