@@ -121,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
 def cpu_split(steps: int, rounds: int = 3) -> None:
     """Where a tallyboard step's time goes: the caller thread's CPU time and the writer threads',
     next to the wall time, per step (NumPy values, up to the end of ``flush()``). Their sum over
-    the wall time says how much the two ran at once: 1.0 is one after the other (the GIL lets only
-    one of them run Python; the rest is waiting), 2.0 both all the time."""
+    the wall time says how much the two ran at once: about 1.0 is one after the other (the GIL
+    lets only one of them run Python), 2.0 both all the time."""
     import threading
 
     from tallyboard import SummaryRecord
