@@ -119,47 +119,41 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cpu_split(steps: int, rounds: int = 3) -> None:
-    """Where a tallyboard step's time goes: the caller thread's CPU time and the writer threads',
-    next to the wall time, per step (NumPy values, up to the end of ``flush()``). Their sum over
-    the wall time says how much the two ran at once: about 1.0 is one after the other (the GIL
-    lets only one of them run Python), 2.0 both all the time."""
-    import threading
-
+    """Where a tallyboard step's time goes: the caller thread's CPU time and the other threads'
+    (the writer thread's), next to the wall time, per step end to end incl. ``close()`` (NumPy
+    values). Their sum over the wall time says how much the two ran at once: about 1.0 is one
+    after the other (the GIL lets only one of them run Python), 2.0 both all the time."""
     from tallyboard import SummaryRecord
 
-    if not hasattr(time, "pthread_getcpuclockid"):
-        return
     print(f"\n## CPU of a tallyboard step, us (median of {rounds} runs of {steps} steps)")
     print(f"{'case':34} {'wall':>8} {'caller':>8} {'writer':>8} {'at once':>8}")
     for name, values in cases().items():
         results = []
         for _ in range(rounds):
-            with tempfile.TemporaryDirectory() as d, SummaryRecord(d) as record:
-                for plugin, tag, value in values:  # the writer thread starts with the file
+            with tempfile.TemporaryDirectory() as d:
+                record = SummaryRecord(d)
+                for plugin, tag, value in values:  # the file and its writer thread start here
                     record.add_value(plugin, tag, value)
                 record.record(0)
-                record.flush()
-                clocks = [
-                    time.pthread_getcpuclockid(thread.ident)
-                    for thread in threading.enumerate()
-                    if thread.name.startswith("tallyboard-writer") and thread.ident is not None
-                ]
-                writer0 = sum(map(time.clock_gettime, clocks))
-                wall0, caller0 = time.perf_counter(), time.thread_time()
+                wall0, caller0, process0 = (
+                    time.perf_counter(),
+                    time.thread_time(),
+                    time.process_time(),
+                )
                 for i in range(1, steps + 1):
                     for plugin, tag, value in values:
                         record.add_value(plugin, tag, value)
                     record.record(i)
-                record.flush()
-                caller = time.thread_time() - caller0
+                record.close()
                 wall = time.perf_counter() - wall0
-                writer = sum(map(time.clock_gettime, clocks)) - writer0
-            results.append((wall, caller, writer))
-        wall, caller, writer = sorted(results)[len(results) // 2]
+                caller = time.thread_time() - caller0
+                others = time.process_time() - process0 - caller
+            results.append((wall, caller, others))
+        wall, caller, others = sorted(results)[len(results) // 2]
         us = 1e6 / steps
         print(
-            f"{name:34} {wall * us:8.1f} {caller * us:8.1f} {writer * us:8.1f} "
-            f"{(caller + writer) / wall:8.2f}",
+            f"{name:34} {wall * us:8.1f} {caller * us:8.1f} {others * us:8.1f} "
+            f"{(caller + others) / wall:8.2f}",
             flush=True,
         )
 
