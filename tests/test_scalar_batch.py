@@ -6,6 +6,7 @@ import random
 import struct
 import threading
 import time
+from itertools import chain
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from conftest import event_files, load_run, raw_events
 from tallyboard import SummaryWriter
 from tallyboard.records.framing import frame_fixed
 from tallyboard.records.recordfile import RecordFile, row_key
+from tallyboard.records.rows import QueuedRows
 from tallyboard.records.storage import LocalAppendFile
 
 STEPS = [None, 0, 1, 127, 128, 300, 16383, 16384, 2097151, 2097152, 10**12, -1, 2**63 - 1, -(2**63)]
@@ -63,14 +65,16 @@ def rows_of(layout: str, n: int, seed: int) -> list[tuple[str, int | None, float
     ]
 
 
+@pytest.mark.parametrize("queued", [False, True], ids=["tuples", "queued rows"])
 @pytest.mark.parametrize("layout", ["one tag", "rotation", "steps change width", "mixed"])
 @pytest.mark.parametrize("n", [1, 47, 48, 1000, 5003])
-def test_batched_records_equal_protobuf_events_in_call_order(layout, n):
+def test_batched_records_equal_protobuf_events_in_call_order(layout, n, queued):
     from tallyboard_scalar.tfevents import encode_batch
 
     rows = rows_of(layout, n, seed=n)
     key = row_key(encode_batch)
-    got = tb_records(encode_batch([(key, *row) for row in rows]))
+    batch = [(key, *row) for row in rows]
+    got = tb_records(encode_batch(QueuedRows(list(chain(*batch))) if queued else batch))
     assert got == [protobuf_event(*row) for row in rows]
 
 

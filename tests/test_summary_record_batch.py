@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 import warnings
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pytest
 from tallyboard import SummaryRecord
 from tallyboard.records.framing import frame
 from tallyboard.records.recordfile import row_key
+from tallyboard.records.rows import QueuedRows
 from tallyboard_mindspore.encoders import MIN_SCALAR_BATCH, encode_scalar_rows, scalar_event
 from tallyboard_mindspore.wire import version_event
 
@@ -77,12 +79,14 @@ def as_tuple(x: Any) -> tuple[Any, ...]:
     "layout", ["one tag", "steps change width", "several scalars a step", "mixed"]
 )
 @pytest.mark.parametrize("n", [1, MIN_SCALAR_BATCH - 1, MIN_SCALAR_BATCH, 1000, 3001])
+@pytest.mark.parametrize("queued", [False, True], ids=["tuples", "queued rows"])
 def test_batched_rows_are_the_events_of_the_per_record_path_in_call_order(
-    tmp_path: Path, layout: str, n: int
+    tmp_path: Path, layout: str, n: int, queued: bool
 ) -> None:
     rows = rows_of(layout, n, seed=n)
     key = row_key(encode_scalar_rows)
-    data = encode_scalar_rows([(key, *row) for row in rows])
+    batch = [(key, *row) for row in rows]
+    data = encode_scalar_rows(QueuedRows(list(chain(*batch))) if queued else batch)
     assert data == b"".join(frame(scalar_event(*row)) for row in rows)
     events = parse(data, tmp_path)
     assert len(events) == n

@@ -4,8 +4,9 @@ The caller frames each record (C CRC) and appends it to a deque: one bytes objec
 nothing else kept. Small records of one layout (scalars) can instead be queued as rows of
 validated values (:meth:`RecordFile.write_row`), queued as their fields (no tuple for the
 garbage collector to track): the writer thread frames thousands of them in one call of their
-batch encoder (NumPy columns, :func:`tallyboard.records.framing.frame_fixed`), which costs less in
-total than framing each in the caller. Rows whose payload is an array (an image, a histogram's
+batch encoder (NumPy columns, :func:`tallyboard.records.framing.frame_fixed`; the rows handed
+over as :class:`tallyboard.records.rows.QueuedRows`, whose fields come as lists without a tuple
+per row), which costs less in total than framing each in the caller. Rows whose payload is an array (an image, a histogram's
 values: :meth:`RecordFile.write_array_row`) count the array's bytes as pending, and let their
 encoder work on many arrays at once. Every ``max_queue`` records the writer thread, if asleep,
 is woken; while only rows wait it lets them gather for up to 50 ms, then writes everything pending,
@@ -30,7 +31,7 @@ import time
 import weakref
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, repeat, starmap
 from queue import Empty, SimpleQueue
 from typing import Any
@@ -42,6 +43,7 @@ from tallyboard.records.framing import _U32, _header, frame
 from tallyboard.records.framing import _header_cache as _headers
 from tallyboard.records.framing import _pack_i as _pack_crc
 from tallyboard.records.framing import crc32c as _crc32c
+from tallyboard.records.rows import ROW_FIELDS, QueuedRows
 from tallyboard.records.storage import AppendFile
 
 DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024
@@ -55,8 +57,6 @@ _BATCH = 8192  # records per write at most (rows: ROWS_PER_BATCH)
 #: batches make fewer waits. (At most a quarter of the pending-bytes limit: 16,384 rows at the
 #: default 64 MiB.)
 ROWS_PER_BATCH = 32768
-#: Fields of a row: ``(key, tag, step, wall_time, payload)``.
-ROW_FIELDS = 5
 GATHER_SECS = 0.05
 _GATHER_LOOK = 0.005
 # Records are joined into one write until they reach this many bytes; a record this large is
@@ -408,9 +408,8 @@ class RecordFile:
                 if keys.count(items[0]) == len(keys):
                     # every record start holds the key: rows only, one encoder
                     left -= m
-                    rows = list(zip(*[iter(items)] * ROW_FIELDS))
-                    del items, keys
-                    self._write_locked(self._encode_rows(rows))
+                    del keys
+                    self._write_locked(self._encode_rows(QueuedRows(items)))
                     continue
                 pending.extendleft(reversed(items))  # not rows only: record by record below
             elif head is bytes and not self._deferred:
@@ -453,7 +452,7 @@ class RecordFile:
             items[start:stop] = repeat(b"", stop - start)
             start, done = stop, ends[stop - 1]
 
-    def _encode_rows(self, rows: list[tuple[Any, ...]]) -> bytes:
+    def _encode_rows(self, rows: Sequence[tuple[Any, ...]]) -> bytes:
         """Frame consecutive rows that share one batch encoder; count them out of pending."""
         key = rows[0][0]
         try:

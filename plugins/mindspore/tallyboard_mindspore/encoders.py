@@ -19,7 +19,6 @@ import threading
 from collections.abc import Iterable, Sequence
 from ctypes import addressof, c_char
 from math import prod
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -30,6 +29,7 @@ from tallyboard.records.framing import (
     in_call_order,
     varint_columns,
 )
+from tallyboard.records.rows import columns
 from tallyboard.records.wire import float32 as _float32
 from tallyboard.records.wire import varint, wall_step
 
@@ -625,7 +625,6 @@ MIN_SCALAR_BATCH = 48
 _STEP_BOUNDS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
 #: Runs of one layout in a batch up to which each run is framed as it lies (no reordering).
 _MAX_RUNS = 8
-_tags_of, _step_of, _wall_of, _values_of = (itemgetter(i) for i in range(1, 5))
 _scalar_layouts: dict[tuple[Any, int], tuple[bytes, tuple[int, ...]]] = {}
 
 
@@ -650,9 +649,9 @@ def encode_scalar_rows(rows: Sequence[tuple[Any, Any, int, float, Any]]) -> byte
     n = len(rows)
     if n < MIN_SCALAR_BATCH:
         return b"".join([frame(scalar_event(*row[1:])) for row in rows])
-    tags = list(map(_tags_of, rows))
-    wall = np.array(list(map(_wall_of, rows)), dtype=np.float64)
-    ustep = np.array(list(map(_step_of, rows)), dtype=np.int64).view(np.uint64)
+    _, tags, steps, walls, values = columns(rows)
+    wall = np.array(walls, dtype=np.float64)
+    ustep = np.array(steps, dtype=np.int64).view(np.uint64)
     widths = np.searchsorted(_STEP_BOUNDS, ustep, side="right") + 1
     first = tags[0]
     if tags.count(first) == n:
@@ -661,12 +660,12 @@ def encode_scalar_rows(rows: Sequence[tuple[Any, Any, int, float, Any]]) -> byte
         changes = np.flatnonzero(widths[1:] != widths[:-1]) + 1
         if len(changes) <= _MAX_RUNS:
             with np.errstate(over="ignore"):  # beyond float32: +-inf, as float32() gives
-                values = np.array(list(map(_values_of, rows)), dtype=np.float32)
+                value = np.array(values, dtype=np.float32)
             edges = [0, *changes.tolist(), n]
             return b"".join(
                 [
                     _scalar_group(
-                        first, int(widths[a]), wall[a:b], ustep[a:b], values[a:b]
+                        first, int(widths[a]), wall[a:b], ustep[a:b], value[a:b]
                     ).tobytes()
                     for a, b in zip(edges[:-1], edges[1:])
                 ]
@@ -674,15 +673,15 @@ def encode_scalar_rows(rows: Sequence[tuple[Any, Any, int, float, Any]]) -> byte
     return in_call_order(
         list(zip(tags, widths.tolist())),
         lambda key, idx: _scalar_group(
-            key[0], key[1], wall[idx], ustep[idx], _values(rows, idx.tolist())
+            key[0], key[1], wall[idx], ustep[idx], _float32s(values, idx.tolist())
         ),
     )
 
 
-def _values(rows: Sequence[tuple[Any, ...]], idx: Iterable[int]) -> Any:
-    """float32 values of the rows at ``idx`` (one column per scalar of the layout)."""
+def _float32s(values: Sequence[Any], idx: Iterable[int]) -> Any:
+    """float32 ``values`` at ``idx`` (one column per scalar of the layout)."""
     with np.errstate(over="ignore"):  # beyond float32: +-inf, as a C cast (and float32()) gives
-        return np.array([rows[i][4] for i in idx], dtype=np.float32)
+        return np.array([values[i] for i in idx], dtype=np.float32)
 
 
 def _scalar_layout(tags: Any, width: int) -> tuple[bytes, tuple[int, ...]]:

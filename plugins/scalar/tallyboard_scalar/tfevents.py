@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from operator import itemgetter
 from typing import Any
 
 from tallyboard.records.framing import frame, frame_fixed, in_call_order, varint_columns
+from tallyboard.records.rows import columns
 from tallyboard.records.wire import float32, varint, wall_step
 from tallyboard_tfevents.encoding import summary_event
 
@@ -69,7 +69,6 @@ def encode(tag: str, step: int | None, wall_time: float, value: object) -> bytes
 _MIN_BATCH = 48
 # Steps at or above _WIDTHS[k] need more than k bytes as a varint (negative ones: all ten).
 _WIDTHS = [1 << (7 * k) for k in range(10)]
-_tag_of, _step_of, _wall_of, _value_of = (itemgetter(i) for i in range(1, 5))
 
 
 def encode_batch(rows: Sequence[tuple[Any, str, int | None, float, object]]) -> bytes:
@@ -86,13 +85,13 @@ def encode_batch(rows: Sequence[tuple[Any, str, int | None, float, object]]) -> 
         return _one_by_one(rows)
     import numpy as np
 
+    _, tags, steps, walls, values = columns(rows)
     try:
         with np.errstate(over="ignore"):  # beyond float32: +-inf, as encode() writes them
-            value = np.array(list(map(_value_of, rows)), dtype=np.float32)
+            value = np.array(values, dtype=np.float32)
     except TypeError:  # tensor-style scalars among them
         return _one_by_one(rows)
-    wall = np.array(list(map(_wall_of, rows)), dtype=np.float64)
-    steps = list(map(_step_of, rows))
+    wall = np.array(walls, dtype=np.float64)
     try:
         step = np.array(steps, dtype=np.int64)
     except TypeError:  # None among them: written as 0 is, with no step field
@@ -100,7 +99,6 @@ def encode_batch(rows: Sequence[tuple[Any, str, int | None, float, object]]) -> 
     ustep = step.view(np.uint64)
     bounds = np.array(_WIDTHS, dtype=np.uint64)
     low, high = np.searchsorted(bounds, [ustep.min(), ustep.max()], side="right")
-    tags = list(map(_tag_of, rows))
     first = tags[0]
     if low == high:
         if tags.count(first) == n:  # one layout: one array
