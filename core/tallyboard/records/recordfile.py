@@ -6,12 +6,13 @@ validated values (:meth:`RecordFile.write_row`), queued as their fields (no tupl
 garbage collector to track): the writer thread frames thousands of them in one call of their
 batch encoder (NumPy columns, :func:`tallyboard.records.framing.frame_fixed`; the rows handed
 over as :class:`tallyboard.records.rows.QueuedRows`, whose fields come as lists without a tuple
-per row), which costs less in total than framing each in the caller. Rows whose payload is an array (an image, a histogram's
-values: :meth:`RecordFile.write_array_row`) count the array's bytes as pending, and let their
-encoder work on many arrays at once. Every ``max_queue`` records the writer thread, if asleep,
-is woken; while only rows wait it lets them gather for up to 50 ms, then writes everything pending,
-in the order it was queued, one ``write`` per up to 8,192 records (rows: a batch of up to 32,768);
-it also writes anything pending ``flush_secs`` after it last wrote, so nothing waits longer.
+per row), which costs less in total than framing each in the caller. Rows whose payload is an
+array (an image, a histogram's values: :meth:`RecordFile.write_array_row`) count the array's
+bytes as pending, and let their encoder work on many arrays at once. Every ``max_queue``
+records the writer thread, if asleep, is woken; while only rows wait it lets them gather for up
+to 50 ms, then writes everything pending, in the order it was queued, one ``write`` per up to
+8,192 records (rows: a batch of up to 32,768); it also writes anything pending ``flush_secs``
+after it last wrote, so nothing waits longer.
 Guarantees:
 
 - ``flush()`` returns once every record accepted before it is in the file.

@@ -4,8 +4,8 @@ A :class:`tallyboard.records.recordfile.RecordFile` queues a row ``(key, tag, st
 payload)`` as its five fields, one after the other. The writer thread hands a batch encoder the
 rows it took as :class:`QueuedRows`: a sequence of those tuples that keeps the flat fields, so
 that :func:`columns` gives each field of every row as one list (a slice of the fields) without
-building a tuple per row first. An encoder that takes columns thus costs less on the writer
-thread, and so in the GIL a training loop waits for.
+building a tuple per row first. An encoder that takes columns does less on the writer thread,
+whose time holding the GIL the training loop's thread waits through.
 """
 
 from __future__ import annotations
