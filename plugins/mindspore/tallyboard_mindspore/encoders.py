@@ -204,20 +204,21 @@ def _batch_size(shape: tuple[int, ...], dtype: Any) -> int:
 
 def _runs_of_one_shape(rows: Sequence[tuple[Any, ...]]) -> list[Sequence[tuple[Any, ...]]]:
     """Consecutive rows whose payloads share shape and dtype, a batch's worth at most."""
+    arrays = columns(rows)[4]
     runs = []
     start = 0
-    limit = _batch_size(rows[0][4].shape, rows[0][4].dtype) if rows else 0
-    for i in range(1, len(rows) + 1):
+    limit = _batch_size(arrays[0].shape, arrays[0].dtype) if arrays else 0
+    for i in range(1, len(arrays) + 1):
         if (
-            i == len(rows)
+            i == len(arrays)
             or i - start >= limit
-            or rows[i][4].shape != rows[start][4].shape
-            or rows[i][4].dtype != rows[start][4].dtype
+            or arrays[i].shape != arrays[start].shape
+            or arrays[i].dtype != arrays[start].dtype
         ):
             runs.append(rows[start:i])
             start = i
-            if i < len(rows):
-                limit = _batch_size(rows[i][4].shape, rows[i][4].dtype)
+            if i < len(arrays):
+                limit = _batch_size(arrays[i].shape, arrays[i].dtype)
     return runs
 
 
