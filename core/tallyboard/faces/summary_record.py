@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from tallyboard.faces import ops
+from tallyboard.faces.hints import add_value_order
 from tallyboard.faces.mindspore_values import is_tensor_type as _is_ms_tensor_type
 from tallyboard.faces.mindspore_values import scalar as _ms_scalar
 from tallyboard.faces.snapshots import Snapshots
@@ -387,6 +388,7 @@ class SummaryRecord:
             if not name or not isinstance(name, str):
                 raise ValueError(
                     f'For "SummaryRecord", the parameter "name" type should be str, but got {type(name)}.'
+                    + add_value_order(plugin, name, value, PLUGINS)
                 )
             check_utf8(name, "name")
             payload = ops.to_numpy(plugin, value, copy=self._snapshots.copy)
@@ -401,6 +403,7 @@ class SummaryRecord:
                     f'For "SummaryRecord.add_value", no such "plugin" of {plugin!r} , expect value is one of [tensor, '
                     "scalar, image, histogram, train_lineage, eval_lineage, dataset_graph, custom_lineage_data, "
                     f"graph, landscape]; kinds of installed plugins work too: [{', '.join(others)}]"
+                    + add_value_order(plugin, name, value, PLUGINS)
                 )
             kind = found
             registered = self._kinds.get(kind)

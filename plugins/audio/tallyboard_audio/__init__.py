@@ -23,7 +23,14 @@ def add_audio(
     """Log sound with amplitudes in [-1, 1]: (L,) or (1, L) mono, (L, 2) stereo; louder is clipped."""
     from .convert import AudioPayload, check_sample_rate, to_pcm16
 
-    payload = AudioPayload(to_pcm16(snd_tensor), check_sample_rate(sample_rate))
+    try:
+        samples = to_pcm16(snd_tensor)
+    except TypeError:
+        from tallyboard.faces.hints import raise_if_swapped
+
+        raise_if_swapped("add_audio", tag, snd_tensor, "snd_tensor")
+        raise
+    payload = AudioPayload(samples, check_sample_rate(sample_rate))
     writer.emit("audio", tag, payload, global_step, walltime)
 
 

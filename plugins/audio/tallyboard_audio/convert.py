@@ -70,8 +70,12 @@ def to_pcm16(value: Any, arg: str = "snd_tensor") -> np.ndarray:
     else:
         squeezed = np.atleast_1d(arr.squeeze())
         if squeezed.ndim != 1:
+            hint = ""
+            if arr.ndim == 2 and arr.shape[0] == 2:
+                hint = f": for stereo with channels first, (2, L), pass {arg}.T"
             raise ValueError(
-                f"{arg} must have shape (L,) or (1, L) for mono or (L, 2) for stereo, got {tuple(arr.shape)}"
+                f"{arg} must have shape (L,) or (1, L) for mono or (L, 2) for stereo, got "
+                f"{tuple(arr.shape)}{hint}"
             )
         arr = squeezed[:, None]
     if arr.dtype.kind != "f":

@@ -204,7 +204,14 @@ def sprite(label_img: Any, rows: int) -> tuple[bytes, tuple[int, int]]:
     if n != rows:
         raise ValueError(f"label_img has {n} images but mat has {rows} rows")
     if c not in (1, 3, 4):
-        raise ValueError(f"label_img must have 1, 3 or 4 channels, got {c}")
+        hint = ""
+        if w in (1, 3, 4):
+            hint = (
+                f"; its shape {tuple(images.shape)} looks like (N, H, W, C), channels last: pass "
+                "np.transpose(label_img, (0, 3, 1, 2)) (a torch tensor: "
+                "label_img.permute(0, 3, 1, 2))"
+            )
+        raise ValueError(f"label_img must have 1, 3 or 4 channels (axis 1), got {c}{hint}")
     if images.dtype.kind not in "biuf":
         raise TypeError(f"label_img must be real numbers, got {images.dtype}")
     per_side = math.ceil(math.sqrt(n))
@@ -316,6 +323,11 @@ def add_embedding(
     metadata_header: Any = None,
 ) -> None:
     """Save a matrix (and labels, label images) for TensorBoard's PROJECTOR tab (torch's signature)."""
+    if isinstance(mat, str):
+        raise TypeError(
+            f"mat got the str {mat!r}: add_embedding takes the matrix first and the tag as a "
+            f"keyword, add_embedding(mat, tag={mat!r})"
+        )
     emb = prepare(mat, metadata, label_img, global_step, tag, metadata_header)
     if not getattr(writer, "writes", True):  # a rank that only validates
         return

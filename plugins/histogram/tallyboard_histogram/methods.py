@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tallyboard.faces.hints import raise_if_swapped
+
 from .compute import histogram_of, raw_histogram
 
 
@@ -17,9 +19,12 @@ def add_histogram(
     max_bins: Any = None,
 ) -> None:
     """Log the distribution of ``values`` (torch's signature; ``bins='tensorflow'`` by default)."""
-    writer.emit(
-        "histogram", tag, histogram_of(values, "values", bins, max_bins), global_step, walltime
-    )
+    try:
+        payload = histogram_of(values, "values", bins, max_bins)
+    except TypeError:
+        raise_if_swapped("add_histogram", tag, values, "values")
+        raise
+    writer.emit("histogram", tag, payload, global_step, walltime)
 
 
 def add_histogram_raw(

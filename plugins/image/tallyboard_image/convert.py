@@ -65,9 +65,16 @@ class ImagePayload:
 
 
 def check_dataformats(
-    dataformats: Any, ndim: int, arg: str = "dataformats", data_arg: str = "img_tensor"
+    dataformats: Any,
+    ndim: int,
+    arg: str = "dataformats",
+    data_arg: str = "img_tensor",
+    shape: tuple[int, ...] | None = None,
 ) -> str:
-    """Validate ``dataformats`` against an array of ``ndim`` dimensions; return it upper-cased."""
+    """Validate ``dataformats`` against an array of ``ndim`` dimensions; return it upper-cased.
+
+    ``shape`` (the array's, when known) lets a letter-count mismatch suggest the layout that fits.
+    """
     if not isinstance(dataformats, str):
         raise TypeError(
             f"{arg} must be a str such as 'CHW', got {type(dataformats).__name__}: {dataformats!r}"
@@ -78,6 +85,7 @@ def check_dataformats(
     if len(fmt) != ndim:
         raise ValueError(
             f"{arg} {dataformats!r} has {len(fmt)} letters but {data_arg} has {ndim} dimensions"
+            + _count_hint(shape, len(fmt), arg, data_arg)
         )
     wanted = _PERMUTES.get(len(fmt))
     if wanted is None or set(fmt) != set(wanted):
@@ -124,11 +132,64 @@ def make_grid(images: np.ndarray, ncols: int = _GRID_COLUMNS) -> np.ndarray:
     )
 
 
-def _check_channels(c: int, arg: str) -> None:
+def _check_channels(
+    c: int, arg: str, shape: tuple[int, ...] | None = None, fmt: str = "", fmt_arg: str = ""
+) -> None:
     if not 1 <= c <= 4:
         raise ValueError(
             f"{arg} has {c} channels; images need 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA)"
+            + (_channels_hint(shape, fmt, fmt_arg) if shape is not None and fmt_arg else "")
         )
+
+
+def _fits(size: int) -> bool:
+    return 1 <= size <= 4
+
+
+def suggest_format(shape: tuple[int, ...]) -> str | None:
+    """The image layout an array of ``shape`` most likely has (channels are 1 to 4), or None."""
+    if len(shape) == 2:
+        return "HW"
+    if len(shape) == 3:
+        return "CHW" if _fits(shape[0]) else "HWC" if _fits(shape[2]) else None
+    if len(shape) == 4:
+        return "NCHW" if _fits(shape[1]) else "NHWC" if _fits(shape[3]) else None
+    return None
+
+
+def _channels_hint(shape: tuple[int, ...], fmt: str, fmt_arg: str) -> str:
+    """``dataformats`` puts C on an axis too long for channels: the layout that fits."""
+    others = fmt.replace("C", "")
+    for axis in sorted(range(len(shape)), key=lambda a: -a):  # channels last is the usual case
+        if axis == fmt.find("C") or (fmt.startswith("N") and axis == 0) or not _fits(shape[axis]):
+            continue
+        better = others[:axis] + "C" + others[axis:]
+        return (
+            f" (its shape {shape} read as {fmt!r}); it looks like {better!r}, channels on axis "
+            f"{axis}: pass {fmt_arg}={better!r}"
+        )
+    return ""
+
+
+def _count_hint(shape: tuple[int, ...] | None, letters: int, arg: str, data_arg: str) -> str:
+    """``dataformats`` has more or fewer letters than the array has axes: what fits instead."""
+    if shape is None:
+        return ""
+    ndim = len(shape)
+    if ndim == 4 and letters == 3:
+        return (
+            f" (shape {shape}): a batch of images goes to add_images (dataformats 'NCHW' or "
+            f"'NHWC'), one image to add_image as {data_arg}[0]"
+        )
+    if ndim == 3 and letters == 4 and suggest_format(shape) is None:
+        return (
+            f" (shape {shape}): for a batch of grayscale (N, H, W) images add the channel axis, "
+            f"{data_arg}[:, None]"
+        )
+    better = suggest_format(shape)
+    if better is None:
+        return ""
+    return f" (shape {shape}): pass {arg}={better!r}"
 
 
 def to_hwc(
@@ -136,14 +197,15 @@ def to_hwc(
 ) -> np.ndarray:
     """A user image (or batch, gridded as torch does) as contiguous HWC ``uint8``, C in 1..4; gray as RGB."""
     arr = to_array(value, arg)
-    fmt = check_dataformats(dataformats, arr.ndim, fmt_arg, arg)
+    shape = tuple(arr.shape)
+    fmt = check_dataformats(dataformats, arr.ndim, fmt_arg, arg, shape)
     if len(fmt) == 4:
         arr = arr.transpose([fmt.index(x) for x in "NHWC"])
-        _check_channels(arr.shape[3], arg)
+        _check_channels(arr.shape[3], arg, shape, fmt, fmt_arg)
         arr = make_grid(to_uint8(arr, arg))
     elif len(fmt) == 3:
         arr = to_uint8(arr, arg).transpose([fmt.index(x) for x in "HWC"])
-        _check_channels(arr.shape[2], arg)
+        _check_channels(arr.shape[2], arg, shape, fmt, fmt_arg)
     else:
         arr = to_uint8(arr, arg).transpose([fmt.index(x) for x in "HW"])[:, :, None]
     if arr.shape[2] == 1:
@@ -159,8 +221,12 @@ def check_boxes(box_tensor: Any, arg: str = "box_tensor") -> np.ndarray:
     if boxes.ndim == 1 and boxes.shape[0] == 4:
         boxes = boxes[None, :]
     if boxes.ndim != 2 or boxes.shape[1] != 4:
+        hint = ""
+        if boxes.ndim == 2 and boxes.shape[0] == 4:
+            hint = f": it looks like (4, K), one box per column; pass {arg}.T"
         raise ValueError(
-            f"{arg} must have shape (K, 4) holding [x1, y1, x2, y2] per box, got {tuple(boxes.shape)}"
+            f"{arg} must have shape (K, 4) holding [x1, y1, x2, y2] per box, got "
+            f"{tuple(boxes.shape)}{hint}"
         )
     boxes = boxes.astype(np.float64)
     if not np.isfinite(boxes).all():
@@ -204,10 +270,19 @@ def video_frames(value: Any, arg: str = "vid_tensor") -> np.ndarray:
     """(N, T, C, H, W) videos tiled as torch does into THWC ``uint8`` frames (C 1 or 3)."""
     v = to_array(value, arg)
     if v.ndim != 5:
-        raise ValueError(f"{arg} must have shape (N, T, C, H, W), got {tuple(v.shape)}")
+        hint = ""
+        if v.ndim == 4:
+            hint = f": for one video (T, C, H, W) add the batch axis, {arg}[None]"
+        raise ValueError(f"{arg} must have shape (N, T, C, H, W), got {tuple(v.shape)}{hint}")
     b, t, c, h, w = v.shape
     if c not in (1, 3):
-        raise ValueError(f"{arg} has {c} channels (axis 2); videos need 1 (gray) or 3 (RGB)")
+        hint = ""
+        if w in (1, 3):
+            hint = (
+                f"; its shape {tuple(v.shape)} looks like (N, T, H, W, C), channels last: pass "
+                f"np.transpose({arg}, (0, 1, 4, 2, 3)) (a torch tensor: {arg}.permute(0, 1, 4, 2, 3))"
+            )
+        raise ValueError(f"{arg} has {c} channels (axis 2); videos need 1 (gray) or 3 (RGB){hint}")
     v = to_uint8(v, arg)
     if b & (b - 1):  # pad the batch to the next power of two with black videos
         v = np.concatenate([v, np.zeros((2 ** b.bit_length() - b, t, c, h, w), dtype=np.uint8)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from tallyboard.faces.hints import raise_if_swapped
 from tallyboard.values import check_flag, to_array
 
 from .convert import (
@@ -28,7 +29,8 @@ def add_image(
     dataformats: str = "CHW",
 ) -> None:
     """Log one image (HW, CHW/HWC, or a batch gridded 8 columns wide); floats in [0, 1], integers 0..255."""
-    writer.emit("image", tag, ImagePayload(to_hwc(img_tensor, dataformats)), global_step, walltime)
+    pixels = _pixels("add_image", tag, img_tensor, dataformats, global_step)
+    writer.emit("image", tag, ImagePayload(pixels), global_step, walltime)
 
 
 def add_images(
@@ -48,7 +50,29 @@ def add_images(
     if listed and dataformats.upper() in ("CHW", "HWC"):
         img_tensor = _stack(img_tensor)
         dataformats = "N" + dataformats.upper()
-    writer.emit("image", tag, ImagePayload(to_hwc(img_tensor, dataformats)), global_step, walltime)
+    pixels = _pixels("add_images", tag, img_tensor, dataformats, global_step)
+    writer.emit("image", tag, ImagePayload(pixels), global_step, walltime)
+
+
+def _pixels(method: str, tag: Any, img_tensor: Any, dataformats: Any, global_step: Any) -> Any:
+    """``to_hwc``, with the errors of common mistakes saying how to write the call instead."""
+    if type(global_step) is str and _is_format(global_step):
+        raise TypeError(
+            f"global_step got {global_step!r}, which looks like a dataformats (the parameter "
+            f"after walltime): pass it by keyword, {method}(..., dataformats={global_step!r})"
+        )
+    try:
+        return to_hwc(img_tensor, dataformats)
+    except TypeError:
+        raise_if_swapped(method, tag, img_tensor, "img_tensor")
+        raise
+
+
+def _is_format(text: str) -> bool:
+    letters = text.upper()
+    return (
+        2 <= len(letters) <= 4 and len(set(letters)) == len(letters) and set(letters) <= set("NCHW")
+    )
 
 
 def _stack(images: list[Any] | tuple[Any, ...]) -> np.ndarray:
@@ -76,7 +100,7 @@ def add_image_with_boxes(
     labels: Any = None,
 ) -> None:
     """Log an image with red ``[x1, y1, x2, y2]`` boxes (optionally labelled), resized by ``rescale``."""
-    pixels = to_hwc(img_tensor, dataformats)
+    pixels = _pixels("add_image_with_boxes", tag, img_tensor, dataformats, global_step)
     boxes = check_boxes(box_tensor)
     scale = check_rescale(rescale)
     check_rescaled(pixels, scale)
@@ -85,11 +109,12 @@ def add_image_with_boxes(
 
 
 def _render_figure(figure: Any, close: bool, arg: str) -> np.ndarray:
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as exc:  # pragma: no cover - matplotlib is a declared dependency
-        raise ImportError("add_figure needs matplotlib") from exc
+    from tallyboard.extras import require
+
+    require("matplotlib", "figures", "add_figure")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     if not isinstance(figure, Figure):
         raise TypeError(f"{arg} must be a matplotlib Figure, got {type(figure).__name__}")
     canvas = FigureCanvasAgg(figure)
@@ -112,6 +137,8 @@ def add_figure(
 ) -> None:
     """Log a matplotlib figure (or a list of same-size figures, gridded); ``close`` closes them."""
     close = check_flag(close, "close")
+    if isinstance(figure, str):
+        raise_if_swapped("add_figure", tag, figure, "figure")
     if isinstance(figure, (list, tuple)):
         if not figure:
             raise ValueError("figure is an empty list")
@@ -136,5 +163,9 @@ def add_video(
     walltime: Any = None,
 ) -> None:
     """Log (N, T, C, H, W) videos as one animated GIF (batch tiled as torch does) at ``fps``."""
-    frames = video_frames(vid_tensor)
+    try:
+        frames = video_frames(vid_tensor)
+    except TypeError:
+        raise_if_swapped("add_video", tag, vid_tensor, "vid_tensor")
+        raise
     writer.emit("image", tag, ImagePayload(frames, fps=check_fps(fps)), global_step, walltime)

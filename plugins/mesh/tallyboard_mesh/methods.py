@@ -31,7 +31,15 @@ def _component(value: Any, arg: str) -> np.ndarray:
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{arg} must hold real numbers, got dtype {arr.dtype}")
     if arr.ndim != 3 or arr.shape[2] != 3:
-        raise ValueError(f"{arg} must have shape [B, N, 3], got {tuple(arr.shape)}")
+        hint = ""
+        if arr.ndim == 2 and arr.shape[1] == 3:
+            hint = f": for one mesh (N, 3) add the batch axis, {arg}[None]"
+        elif arr.ndim == 3 and arr.shape[1] == 3:
+            hint = (
+                f": it looks like [B, 3, N], one point per column; pass "
+                f"np.transpose({arg}, (0, 2, 1)) (a torch tensor: {arg}.permute(0, 2, 1))"
+            )
+        raise ValueError(f"{arg} must have shape [B, N, 3], got {tuple(arr.shape)}{hint}")
     return arr.astype(np.float32)
 
 
@@ -80,7 +88,14 @@ def add_mesh(
     walltime: Any = None,
 ) -> None:
     """Log a point cloud or mesh: values ``<tag>_VERTEX``, ``<tag>_FACE``, ``<tag>_COLOR``."""
-    writer.emit("mesh", tag, make_mesh(vertices, colors, faces, config_dict), global_step, walltime)
+    try:
+        mesh = make_mesh(vertices, colors, faces, config_dict)
+    except TypeError:
+        from tallyboard.faces.hints import raise_if_swapped
+
+        raise_if_swapped("add_mesh", tag, vertices, "vertices")
+        raise
+    writer.emit("mesh", tag, mesh, global_step, walltime)
 
 
 def convert(value: Any) -> Mesh:

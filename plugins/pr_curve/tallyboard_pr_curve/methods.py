@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tallyboard.faces.hints import raise_if_swapped
+
 from .compute import pr_curve_of, raw_pr_curve
 
 
@@ -18,7 +20,11 @@ def add_pr_curve(
     walltime: Any = None,
 ) -> None:
     """Log a precision-recall curve of ``predictions`` (in [0, 1]) against 0/1 ``labels``."""
-    payload = pr_curve_of(labels, predictions, num_thresholds, weights)
+    try:
+        payload = pr_curve_of(labels, predictions, num_thresholds, weights)
+    except TypeError:
+        raise_if_swapped("add_pr_curve", tag, labels, "labels")
+        raise
     writer.emit("pr_curve", tag, payload, global_step, walltime)
 
 

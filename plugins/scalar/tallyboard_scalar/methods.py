@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from tallyboard.faces.hints import describe, raise_if_swapped
 from tallyboard.values import (
     check_flag,
     check_step,
@@ -34,7 +35,16 @@ def add_scalar(
     double_precision: bool = False,
 ) -> None:
     """Log one number under ``tag`` (torch's signature)."""
-    value = scalar_value if type(scalar_value) is float else to_float(scalar_value, "scalar_value")
+    if type(scalar_value) is float:
+        value = scalar_value
+    else:
+        try:
+            value = to_float(scalar_value, "scalar_value")
+        except TypeError:
+            raise_if_swapped("add_scalar", tag, scalar_value, "scalar_value")
+            raise
+        if type(global_step) is float:
+            _swapped_step(scalar_value, global_step)
     if new_style is False or not check_flag(new_style, "new_style"):
         writer.emit("scalar", tag, value, global_step, walltime)
     else:
@@ -50,6 +60,12 @@ def add_scalars(
     walltime: Any = None,
 ) -> None:
     """Log several numbers on one chart: each key becomes the sub-run ``<main_tag>_<key>``."""
+    if not isinstance(main_tag, str) and isinstance(tag_scalar_dict, str):
+        raise TypeError(
+            f"main_tag and tag_scalar_dict look swapped: main_tag got {describe(main_tag)} and "
+            f"tag_scalar_dict the str {tag_scalar_dict!r}; call add_scalars(main_tag, "
+            "tag_scalar_dict, global_step), e.g. add_scalars('loss', {'train': 0.5}, 3)"
+        )
     check_tag(main_tag, "main_tag")
     if not hasattr(tag_scalar_dict, "items"):
         raise TypeError(
@@ -75,4 +91,14 @@ def add_scalars(
         child.emit("scalar", main_tag, value, step, walltime)
         remembered.setdefault(f"{writer.log_dir}/{main_tag}/{key}", []).append(
             [walltime, step, value]
+        )
+
+
+def _swapped_step(scalar_value: Any, global_step: float) -> None:
+    """A fractional step beside an int value: most likely ``add_scalar(tag, step, value)``."""
+    if type(scalar_value) is int and not global_step.is_integer():
+        raise TypeError(
+            f"global_step must be an int, got float {global_step!r}, and scalar_value got the "
+            f"int {scalar_value!r}: scalar_value and global_step look swapped; the value comes "
+            f"first: add_scalar(tag, scalar_value, global_step)"
         )

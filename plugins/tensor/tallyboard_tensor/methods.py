@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from tallyboard.faces.hints import raise_if_swapped
 from tallyboard.values import check_utf8_array, to_array
 
 #: protobuf messages cannot exceed 2 GiB (torch raises the same way)
@@ -57,4 +58,9 @@ def add_tensor(
     writer: Any, tag: str, tensor: Any, global_step: Any = None, walltime: Any = None
 ) -> None:
     """Log a whole array under ``tag`` (read back with ``tensor_util.make_ndarray``)."""
-    writer.emit("tensor", tag, to_tensor(tensor, "tensor"), global_step, walltime)
+    try:
+        arr = to_tensor(tensor, "tensor")
+    except TypeError:
+        raise_if_swapped("add_tensor", tag, tensor, "tensor")
+        raise
+    writer.emit("tensor", tag, arr, global_step, walltime)

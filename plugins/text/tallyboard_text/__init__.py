@@ -20,6 +20,10 @@ def add_text(
     writer: Any, tag: str, text_string: str, global_step: Any = None, walltime: Any = None
 ) -> None:
     """Log a (markdown) string under ``tag``; TensorBoard shows it in the TEXT tab."""
+    if type(tag) is not str or type(text_string) is not str:
+        from tallyboard.faces.hints import raise_if_swapped
+
+        raise_if_swapped("add_text", tag, text_string, "text_string")
     writer.emit("text", tag, _convert(text_string, "text_string"), global_step, walltime)
 
 
