@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import warnings
+from typing import Any
 
 from tallyboard.extras import MissingExtra
 
@@ -50,20 +51,67 @@ def _plugins(as_json: bool) -> int:
     return 0
 
 
-def _run(argv: list[str] | None) -> int:
+class HelpFormatter(argparse.HelpFormatter):
+    """Help lines that end with the option's default, unless the help already says it.
+
+    Nothing is added for a flag (``store_true``), a required option or one whose default is
+    None: such a help line says in words what happens without the option.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help
+        default = action.default
+        if (
+            text
+            and action.option_strings
+            and not action.required
+            and "default" not in text
+            and default is not None
+            and default is not argparse.SUPPRESS
+            and not isinstance(default, bool)
+            and action.nargs != 0
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """The CLI's parser: every command and subcommand formats its help with :class:`HelpFormatter`
+    (``add_subparsers`` makes subcommand parsers of this class too)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``tallyboard`` command's parser, with every subcommand."""
     from tallyboard import __version__
 
-    parser = argparse.ArgumentParser(prog="tallyboard", description="tallyboard command line")
+    parser = ArgumentParser(prog="tallyboard", description="tallyboard command line")
     parser.add_argument("--version", action="version", version=f"tallyboard {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(
+        dest="command",
+        required=True,
+        metavar="COMMAND",
+        help="one of the commands below; tallyboard COMMAND --help lists its options",
+    )
     p = sub.add_parser("plugins", help="list installed plugins and what each contributes")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--json", action="store_true", help="print JSON for scripts instead of text")
     from tallyboard.cli import read as cli_read
 
     cli_read.add_parsers(sub)
     from tallyboard.cli import sync as cli_sync
 
     cli_sync.add_parser(sub)
+    return parser
+
+
+def _run(argv: list[str] | None) -> int:
+    parser = build_parser()
+    from tallyboard.cli import read as cli_read
+    from tallyboard.cli import sync as cli_sync
+
     args = parser.parse_args(argv)
     if args.command == "plugins":
         return _plugins(args.json)

@@ -652,6 +652,10 @@ def _smoothing(text: str) -> float:
     return w
 
 
+LOGDIR_HELP = "log directory: a local path or an fsspec URL (s3://bucket/runs)"
+RUNS_HELP = "keep only these runs (default: every run)"
+
+
 def _add_from(parser: Any) -> None:
     parser.add_argument(
         "--from",
@@ -666,22 +670,35 @@ def _add_from(parser: Any) -> None:
 def add_parsers(sub: Any) -> None:
     """Add ``ls``, ``export``, ``plot``, ``board`` and ``convert`` to the ``tallyboard`` subparsers."""
     p = sub.add_parser("ls", help="runs, tags per kind, counts, step range, last update")
-    p.add_argument("logdir")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("logdir", help=LOGDIR_HELP)
+    p.add_argument("--json", action="store_true", help="print JSON for scripts instead of text")
     _add_from(p)
     p = sub.add_parser("export", help="scalars (or another kind) to csv, parquet or jsonl")
-    p.add_argument("logdir")
+    p.add_argument("logdir", help=LOGDIR_HELP)
     out = p.add_mutually_exclusive_group(required=True)
-    out.add_argument("-o", "--output", help="out.csv, out.parquet or out.jsonl")
+    out.add_argument(
+        "-o",
+        "--output",
+        help="the file to write: out.csv, out.parquet or out.jsonl (this or --dataset)",
+    )
     out.add_argument(
         "--dataset",
         metavar="DIR",
         help="a Parquet dataset partitioned by run and kind; a later export appends only what "
         "is new (runs and tags may be globs)",
     )
-    p.add_argument("--format", choices=EXPORT_FORMATS, help="default: from the output suffix")
-    p.add_argument("--runs", nargs="+", help="keep only these runs")
-    p.add_argument("--tags", nargs="+", help="keep only these tags")
+    p.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        help="the output's format (default: from the output's suffix)",
+    )
+    p.add_argument("--runs", nargs="+", metavar="RUN", help=RUNS_HELP)
+    p.add_argument(
+        "--tags",
+        nargs="+",
+        metavar="TAG",
+        help="keep only these tags (default: every tag); with --dataset, runs and tags may be globs",
+    )
     p.add_argument(
         "--kind",
         default=SCALAR,
@@ -690,16 +707,24 @@ def add_parsers(sub: Any) -> None:
         ".npy bytes in parquet",
     )
     _add_from(p)
-    p.add_argument("--force", action="store_true", help="overwrite the output")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p = sub.add_parser("plot", help="one scalar tag over runs as a PNG")
-    p.add_argument("logdir")
-    p.add_argument("--tag", required=True)
+    p.add_argument("logdir", help=LOGDIR_HELP)
+    p.add_argument("--tag", required=True, help="the scalar tag to plot")
     p.add_argument("-o", "--output", required=True, help="image path (.png)")
-    p.add_argument("--smooth", type=_smoothing, default=0.0, help="TensorBoard smoothing, [0, 1)")
-    p.add_argument("--band", action="store_true", help="mean over runs with a min..max band")
-    p.add_argument("--runs", nargs="+", help="keep only these runs")
+    p.add_argument(
+        "--smooth",
+        type=_smoothing,
+        default=0.0,
+        metavar="WEIGHT",
+        help="TensorBoard's smoothing weight, in [0, 1) (default: 0.0, no smoothing)",
+    )
+    p.add_argument(
+        "--band", action="store_true", help="draw the mean over runs with a min..max band"
+    )
+    p.add_argument("--runs", nargs="+", metavar="RUN", help=RUNS_HELP)
     _add_from(p)
-    p.add_argument("--force", action="store_true", help="overwrite the output")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p = sub.add_parser("board", help="start TensorBoard on the log dir")
     p.add_argument("logdir")
     p.add_argument("--host", default="127.0.0.1")
@@ -707,8 +732,12 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("convert", help="rewrite every run in another format (tfevents, mindspore)")
     p.add_argument("src", help="log dir (path or fsspec URL) whose runs are read")
     p.add_argument("dst", help="local directory the converted runs go to (dst/<run>)")
-    p.add_argument("--to", required=True, help="target format: a sink name, such as tfevents")
-    p.add_argument("--force", action="store_true", help="write into a dst that holds files")
+    p.add_argument("--to", required=True, help="target format: a sink name, tfevents or mindspore")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a dst that holds files (none is ever overwritten)",
+    )
     _add_from(p)
 
 

@@ -18,11 +18,22 @@ def add_parser(sub: Any) -> None:
             "again after an outage, or from a machine with network, at any time."
         ),
     )
-    p.add_argument("logdir", help="local log directory")
+    p.add_argument("logdir", help="local log directory whose runs are sent")
     p.add_argument(
-        "--to", required=True, metavar="SINK", help="a sinks= entry: mlflow+http://host:5000"
+        "--to",
+        required=True,
+        metavar="SINK",
+        help="where the runs go: a sinks= entry such as mlflow+http://host:5000 or "
+        "csv+s3://bucket/runs",
     )
-    p.add_argument("--format", action="append", dest="formats", help="read only this format")
+    p.add_argument(
+        "--format",
+        action="append",
+        dest="formats",
+        metavar="FORMAT",
+        help="read only this format (tfevents, mindspore, csv, jsonl, ...); repeat it for "
+        "several (default: each run in one format it holds, event files first)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
