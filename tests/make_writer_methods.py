@@ -114,7 +114,7 @@ def _method(name: str, fn: Any) -> str:
     call = f"self._plugin_method({name!r})(self, {', '.join(args)})"
     body = call if sig.return_annotation in ("None", None) else f"return {call}"
     text = _signature_text(sig)
-    doc_lines = doc.replace('"""', '\\"\\"\\"').splitlines() or [""]
+    doc_lines = doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').splitlines() or [""]
     doc_text = "\n".join(("        " + line).rstrip() for line in doc_lines).lstrip()
     return f'\n    def {name}{text}:\n        """{doc_text}\n        """\n        {body}\n'
 

@@ -34,23 +34,128 @@ class WriterMethods:
         sample_rate: float = 44100,
         walltime: Any = None,
     ) -> None:
-        """Log sound with amplitudes in [-1, 1]: (L,) or (1, L) mono, (L, 2) stereo; louder is clipped."""
+        """Log a sound clip, played in the AUDIO tab: 16-bit PCM WAV.
+
+        Amplitudes are in [-1, 1]; louder samples are clipped with a warning (torch prints one), NaN
+        becomes silence, and samples become ``int16(x * 32767)`` truncated, as torch computes them.
+        Unlike torch, which takes mono only, ``(L, 2)`` is stereo.
+
+        Args:
+            tag: The clip's name, a str.
+            snd_tensor: Real numbers of shape ``(L,)`` or ``(1, L)`` (mono) or ``(L, 2)`` (stereo),
+                L samples per channel.
+            global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+            sample_rate: Samples per second, a finite number from 1 to 1073741823 (what a WAV header
+                holds). Default ``44100``.
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            TypeError: ``snd_tensor`` is not real numbers (a str where ``tag`` is not: the message
+                says they look swapped); ``sample_rate`` is not a number.
+            ValueError: Another shape (for a ``(2, L)`` stereo clip the message suggests
+                ``snd_tensor.T``); ``sample_rate`` out of range.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryWriter
+            >>> t = np.arange(16000) / 16000
+            >>> a440 = 0.5 * np.sin(2 * np.pi * 440 * t)  # one second of A, 16 kHz
+            >>> with SummaryWriter("runs/audio") as writer:
+            ...     writer.add_audio("a440", a440, 0, sample_rate=16000)
+        """
         self._plugin_method("add_audio")(self, tag, snd_tensor, global_step, sample_rate, walltime)
 
     def add_custom_scalars(self, layout: Any) -> None:
-        """Lay out scalar tags in charts: ``{category: {title: ['Multiline' | 'Margin', tags]}}``."""
+        """Lay out charts of scalar tags on the CUSTOM SCALARS tab: several tags per chart.
+
+        ``layout`` is ``{category: {chart title: [chart type, tags]}}``. A ``"Multiline"`` chart
+        (any type other than ``"Margin"`` is one) draws every scalar tag matching one of its tags;
+        TensorBoard reads them as regular expressions matched from the start of the tag (so
+        ``"loss"`` also matches ``"losses"``; write ``"loss$"`` for one tag). A ``"Margin"`` chart
+        takes exactly three tags ``[value, lower, upper]`` and draws the value with a band between
+        the bounds. Each category is a collapsible group. Written at step 0 under the tag
+        ``custom_scalars__config__``; each call writes another layout, and TensorBoard shows the
+        last one. The layout only arranges tags: log their values with :meth:`add_scalar`.
+
+        Args:
+            layout: ``{category (str): {title (str): [type (str), tags (list of str)]}}``, not
+                empty; every chart needs at least one tag.
+
+        Raises:
+            TypeError: ``layout`` or one of its parts is not a dict / list / str as above.
+            ValueError: ``layout`` is empty, a chart is not ``[type, tags]``, it has no tag, or a
+                Margin chart does not have exactly three.
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/custom_scalars") as writer:
+            ...     writer.add_custom_scalars({
+            ...         "training": {
+            ...             "losses": ["Multiline", ["loss/train$", "loss/val$"]],
+            ...             "accuracy": ["Margin", ["acc/mean", "acc/low", "acc/high"]],
+            ...         },
+            ...     })
+            ...     for step in range(10):
+            ...         writer.add_scalar("loss/train", 1 / (step + 1), step)
+            ...         writer.add_scalar("loss/val", 1.2 / (step + 1), step)
+        """
         self._plugin_method("add_custom_scalars")(self, layout)
 
     def add_custom_scalars_marginchart(
         self, tags: Any, category: str = "default", title: str = "untitled"
     ) -> None:
-        """One chart of a value with its lower and upper bounds: ``tags = [value, lower, upper]``."""
+        """Add a chart to the CUSTOM SCALARS tab: a value in a band between two bounds.
+
+        The same as ``add_custom_scalars({category: {title: ["Margin", tags]}})``. Each call writes
+        a new layout holding only this chart, and TensorBoard shows the last layout written; give
+        several charts to :meth:`add_custom_scalars` in one call.
+
+        Args:
+            tags: Exactly three str tags ``[value, lower, upper]``.
+            category: The group the chart goes in, a str. Default ``"default"``.
+            title: The chart's title, a str. Default ``"untitled"``.
+
+        Raises:
+            TypeError: ``tags`` is not a list of str; ``category`` or ``title`` is not a str.
+            ValueError: ``tags`` does not hold exactly three tags.
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/margin") as writer:
+            ...     writer.add_custom_scalars_marginchart(["acc", "acc_low", "acc_high"])
+            ...     for step, acc in enumerate([0.6, 0.7, 0.8]):
+            ...         writer.add_scalar("acc", acc, step)
+            ...         writer.add_scalar("acc_low", acc - 0.05, step)
+            ...         writer.add_scalar("acc_high", acc + 0.05, step)
+        """
         self._plugin_method("add_custom_scalars_marginchart")(self, tags, category, title)
 
     def add_custom_scalars_multilinechart(
         self, tags: Any, category: str = "default", title: str = "untitled"
     ) -> None:
-        """One chart plotting every scalar tag matching ``tags`` (regexes, matched from the start)."""
+        """Add one chart to the CUSTOM SCALARS tab drawing every scalar tag that matches ``tags``.
+
+        The same as ``add_custom_scalars({category: {title: ["Multiline", tags]}})``: the tags are
+        regular expressions matched from the start of a tag. Each call writes a new layout holding
+        only this chart, and TensorBoard shows the last layout written, so to show several charts
+        give them all to :meth:`add_custom_scalars` in one call.
+
+        Args:
+            tags: A non-empty list of str: tag patterns, each a line or a group of lines.
+            category: The group the chart goes in, a str. Default ``"default"``.
+            title: The chart's title, a str. Default ``"untitled"``.
+
+        Raises:
+            TypeError: ``tags`` is not a list of str; ``category`` or ``title`` is not a str.
+            ValueError: ``tags`` is empty.
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/multiline") as writer:
+            ...     writer.add_custom_scalars_multilinechart(["loss/"], title="every loss")
+            ...     writer.add_scalar("loss/train", 0.5, 0)
+            ...     writer.add_scalar("loss/val", 0.6, 0)
+        """
         self._plugin_method("add_custom_scalars_multilinechart")(self, tags, category, title)
 
     def add_embedding(
@@ -62,13 +167,83 @@ class WriterMethods:
         tag: str = "default",
         metadata_header: Any = None,
     ) -> None:
-        """Save a matrix (and labels, label images) for TensorBoard's PROJECTOR tab (torch's signature)."""
+        """Save vectors (with labels and thumbnails) for TensorBoard's PROJECTOR tab.
+
+        Writes files only, no event: ``<log_dir>/<step:05d>/<tag>/tensors.tsv`` (one row per
+        vector), ``metadata.tsv`` (the labels) and ``sprite.png`` (the thumbnails, ``ceil(sqrt(N))``
+        a row), and adds an entry to ``<log_dir>/projector_config.pbtxt``. Unlike torch, which
+        rewrites that file from what this writer logged, the entries of other writers are kept (an
+        entry of the same tag and step is replaced), the file is written with protobuf's escaping
+        and replaced atomically, and everything is checked before any file is created. The tag is
+        escaped into one folder name (``%``, ``/``, ``\\`` as ``%25``, ``%2f``, ``%5c``), and
+        thumbnails need not be square. An existing folder of the same tag and step is overwritten,
+        with a warning.
+
+        Args:
+            mat: ``(N, D)`` real numbers: N vectors of D dimensions (the rows).
+            metadata: N labels (each written with ``str()``), or with ``metadata_header`` N lists of
+                one value per column. Default ``None`` (no labels). No tab or newline in a label.
+            label_img: ``(N, C, H, W)`` thumbnails, C 1, 3 or 4, floats in [0, 1] or integers 0..255
+                (NumPy or torch; ``(N, H, W)`` is grayscale). The sprite must fit in 8192x8192
+                pixels. Default ``None``.
+            global_step: The step, an int from 0 (part of the folder name). Default ``None``: 0.
+            tag: The embedding's name in the tab, a str. Default ``"default"``.
+            metadata_header: Column names for multi-column ``metadata``. Default ``None``.
+
+        Raises:
+            TypeError: ``mat`` is not real numbers (a str ``mat`` says to pass the tag by keyword,
+                ``add_embedding(mat, tag=...)``); ``metadata`` is not a list; ``global_step`` is not
+                an int.
+            ValueError: ``mat`` is not 2-D; ``metadata`` or ``label_img`` does not have N entries; a
+                metadata row has another column count than ``metadata_header``; a label holds a tab
+                or newline; ``tag`` is empty; ``label_img`` has another channel count (for ``(N, H,
+                W, C)`` the message gives the transpose) or makes a sprite over 8192 pixels a side;
+                ``global_step`` < 0; an existing ``projector_config.pbtxt`` that does not parse (it
+                is left alone).
+            FileExistsError: A file (not a folder) is in the embedding folder's place.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryWriter
+            >>> rng = np.random.default_rng(0)
+            >>> words = ["cat", "dog", "car", "bus"]
+            >>> with SummaryWriter("runs/embedding") as writer:
+            ...     writer.add_embedding(
+            ...         rng.normal(size=(4, 8)), metadata=words, label_img=rng.random((4, 3, 8, 8)),
+            ...         tag="words",
+            ...     )
+        """
         self._plugin_method("add_embedding")(
             self, mat, metadata, label_img, global_step, tag, metadata_header
         )
 
     def add_event(self, event: Any, step: Any = None, walltime: Any = None) -> None:
-        """Write a TensorBoard ``Event`` as is, with ``step`` and ``walltime`` set (torch's FileWriter)."""
+        """Write a TensorBoard ``Event`` protobuf as it is, with ``step`` and ``walltime`` set.
+
+        For code that builds TensorBoard protobufs itself and hands them to torch's file writer
+        (``writer.file_writer.add_event(event)``). The event is written to the ``tfevents`` sink as
+        given, with its ``step`` and ``wall_time`` fields set from the arguments; sinks that do not
+        write event files skip it (with a warning naming the sink).
+
+        Args:
+            event: A ``tensorboard.compat.proto.event_pb2.Event`` (any protobuf class named
+                ``Event``: torch's, tensorboardX's) or its serialized bytes.
+            step: The event's step: an int within int64. Default ``None``: the event's own step
+                field, as given.
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            TypeError: ``event`` is neither an Event message nor bytes.
+            ValueError: The bytes do not parse as an Event.
+
+        Example:
+            >>> from tensorboard.compat.proto.event_pb2 import Event
+            >>> from tensorboard.compat.proto.summary_pb2 import Summary
+            >>> from tallyboard import SummaryWriter
+            >>> summary = Summary(value=[Summary.Value(tag="loss", simple_value=0.25)])
+            >>> with SummaryWriter("runs/event") as writer:
+            ...     writer.add_event(Event(summary=summary), step=3)
+        """
         self._plugin_method("add_event")(self, event, step, walltime)
 
     def add_figure(
@@ -79,7 +254,35 @@ class WriterMethods:
         close: bool = True,
         walltime: Any = None,
     ) -> None:
-        """Log a matplotlib figure (or a list of same-size figures, gridded); ``close`` closes them."""
+        """Log a matplotlib figure as an image (drawn with the Agg backend, no window opened).
+
+        The figure is rendered at its own size and dpi to RGB pixels and logged as :meth:`add_image`
+        logs them; a list of figures of one pixel size is logged as one grid (8 a row). Needs
+        matplotlib (``pip install "tallyboard[figures]"``).
+
+        Args:
+            tag: The image's name, a str.
+            figure: A ``matplotlib.figure.Figure``, or a list of figures of the same pixel size.
+            global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+            close: Close the figure(s) once drawn (``plt.close``), so a loop does not keep every
+                figure in memory. Default ``True``.
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            tallyboard.extras.MissingExtra: matplotlib is not installed (a ``ModuleNotFoundError``
+            whose message is the install line).
+            TypeError: ``figure`` (or an element of the list) is not a matplotlib Figure; a str in
+                ``figure`` with a non-str ``tag`` says the two look swapped.
+            ValueError: An empty list, or figures of several pixel sizes.
+
+        Example:
+            >>> import matplotlib.pyplot as plt
+            >>> from tallyboard import SummaryWriter
+            >>> fig, ax = plt.subplots(figsize=(3, 2), dpi=50)
+            >>> _ = ax.plot([0, 1, 4, 9])
+            >>> with SummaryWriter("runs/figure") as writer:
+            ...     writer.add_figure("squares", fig, 0)  # fig is closed afterwards
+        """
         self._plugin_method("add_figure")(self, tag, figure, global_step, close, walltime)
 
     def add_graph(
@@ -89,7 +292,36 @@ class WriterMethods:
         verbose: bool = False,
         use_strict_trace: bool = True,
     ) -> None:
-        """Trace ``model`` on ``input_to_model`` and log its graph for the GRAPHS tab (torch's signature)."""
+        """Log a torch model's graph for the GRAPHS tab, by tracing it on ``input_to_model``.
+
+        As torch does, the model is put in eval mode for the trace (and back afterwards), traced
+        with ``torch.jit.trace`` and inlined; the GraphDef written is torch's, node for node: inputs
+        ``input/<name>``, operations named by module path (``Net/Linear[fc]/...``) with their output
+        shapes, outputs ``output/output.<k>``, plus run metadata tagged ``step1`` as torch writes.
+        The trace runs the model once, without torch's check that re-runs it twice more; torch
+        2.13's deprecation warning for ``torch.jit.trace`` is silenced, warnings about your model
+        are not. Needs torch (imported only here).
+
+        Args:
+            model: A ``torch.nn.Module``.
+            input_to_model: What the model is called with: a tensor, or a tuple of tensors for
+                several arguments. Default ``None`` (no argument).
+            verbose: Print the traced graph. Default ``False``.
+            use_strict_trace: Passed to ``torch.jit.trace(strict=...)``: ``False`` allows mutable
+                outputs such as dicts and lists. Default ``True``.
+
+        Raises:
+            TypeError: ``model`` is not a ``torch.nn.Module``.
+            RuntimeError: The trace failed (wrong input shapes, a dict output with strict tracing):
+                a ``TraceError``, also a ValueError, naming the cause; nothing is written.
+
+        Example:
+            >>> import torch
+            >>> from tallyboard import SummaryWriter
+            >>> model = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU())
+            >>> with SummaryWriter("runs/graph") as writer:
+            ...     writer.add_graph(model, torch.zeros(2, 3))
+        """
         self._plugin_method("add_graph")(self, model, input_to_model, verbose, use_strict_trace)
 
     def add_histogram(
@@ -101,7 +333,46 @@ class WriterMethods:
         walltime: Any = None,
         max_bins: Any = None,
     ) -> None:
-        """Log the distribution of ``values`` (torch's signature; ``bins='tensorflow'`` by default)."""
+        """Log the distribution of ``values``, shown in the HISTOGRAMS and DISTRIBUTIONS tabs.
+
+        The buckets, counts and statistics are those torch writes for the same input. With the
+        default ``bins="tensorflow"`` the edges are TensorFlow's: 0 and ±1e-12·1.1**k up to ±1e20
+        (1548 buckets), of which only the span from the first to the last non-empty bucket is
+        written (plus an empty one before it, as torch does); any other ``bins`` goes to
+        ``numpy.histogram``. NaN and infinities count in ``num`` and ``sum`` but fall in no bucket,
+        and with an estimator such as ``"auto"`` they make numpy raise. The statistics (min, max,
+        sum, sum of squares) cover every value. The histogram is computed in the call, so the values
+        are not kept.
+
+        Args:
+            tag: The histogram's name, a str.
+            values: Numbers of any shape (flattened): an array, tensor (any device), list or scalar
+                of real numbers, at least one.
+            global_step: The step, the histogram's position on the y axis of the HISTOGRAMS tab: an
+                int within int64. Default ``None`` writes no step (read as 0).
+            bins: ``"tensorflow"`` (default), a numpy estimator name (``"auto"``, ``"fd"``,
+                ``"doane"``, ``"scott"``, ``"stone"``, ``"rice"``, ``"sturges"``, ``"sqrt"``), a
+                number of equal buckets from 1 to 2**20, or increasing edges (1-D, at least 2).
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+            max_bins: Merge neighbouring buckets when there are more than this many (groups of ``n
+                // max_bins``), an int >= 1, as torch does: not a hard cap (5 buckets stay 5 with
+                ``max_bins=3``). Default ``None`` (no merging).
+
+        Raises:
+            TypeError: ``values`` is not real numbers (a str where ``tag`` is not: the message says
+                they look swapped); ``bins`` or ``max_bins`` has the wrong type.
+            ValueError: ``values`` is empty, or no value falls in any bucket (all NaN, or all beyond
+                explicit edges); ``bins`` is an unknown name, out of range or not increasing;
+                ``max_bins`` < 1; ``global_step`` outside int64; ``walltime`` not finite.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryWriter
+            >>> rng = np.random.default_rng(0)
+            >>> with SummaryWriter("runs/histogram") as writer:
+            ...     for step in range(5):
+            ...         writer.add_histogram("weights", rng.normal(step, 1, 1000), step)
+        """
         self._plugin_method("add_histogram")(
             self, tag, values, global_step, bins, walltime, max_bins
         )
@@ -119,7 +390,41 @@ class WriterMethods:
         global_step: Any = None,
         walltime: Any = None,
     ) -> None:
-        """Log a histogram already bucketed: ``bucket_limits[i]`` is the right edge of bucket i."""
+        """Log a histogram you bucketed yourself: statistics and buckets are written as given.
+
+        ``bucket_limits[i]`` is the right edge of bucket ``i`` and ``bucket_counts[i]`` its count;
+        the first bucket's left edge is taken from ``min`` by TensorBoard. Nothing is recomputed or
+        checked against the statistics, as in torch.
+
+        Args:
+            tag: The histogram's name, a str.
+            min: The smallest value, a number.
+            max: The largest value, a number.
+            num: How many values, a number.
+            sum: Their sum, a number.
+            sum_squares: The sum of their squares, a number.
+            bucket_limits: 1-D real numbers, the buckets' right edges.
+            bucket_counts: 1-D real numbers, one count per bucket (``len(bucket_limits)``).
+            global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            TypeError: A statistic is not a number, or the buckets are not real numbers.
+            ValueError: The two bucket arrays differ in length or are not 1-D; a statistic holds
+                more than one element.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryWriter
+            >>> values = np.array([0.5, 1.5, 1.7, 2.5])
+            >>> counts, edges = np.histogram(values, bins=[0, 1, 2, 3])
+            >>> with SummaryWriter("runs/histogram_raw") as writer:
+            ...     writer.add_histogram_raw(
+            ...         "ready_made", min=0.5, max=2.5, num=4, sum=values.sum(),
+            ...         sum_squares=(values**2).sum(), bucket_limits=edges[1:],
+            ...         bucket_counts=counts, global_step=0,
+            ...     )
+        """
         self._plugin_method("add_histogram_raw")(
             self,
             tag,
@@ -145,14 +450,56 @@ class WriterMethods:
         own_run: bool = False,
         name: str | None = None,
     ) -> None:
-        """Log a trial's hyper-parameters and metrics for TensorBoard's HPARAMS tab (torch's signature).
+        """Log one trial's hyper-parameters and results, a row of the HPARAMS tab.
 
-        As torch, a child run ``<log_dir>/<run_name or time.time()>`` gets the three hparams
-        summaries and one scalar per metric. ``name`` is tensorboardX's word for ``run_name``
-        (tensorboardX's ``add_hparams(hparam_dict, metric_dict, name)`` works as it is). With ``own_run=True`` they go to this writer's own run
-        instead (``run_name`` must then be None), so the HPARAMS tab links the hparams to the metric
-        curves this run logs with ``add_scalar``; a metric whose value is None is declared without
-        writing a value (use the tag of a curve you already log).
+        As torch does, a child run ``<log_dir>/<run_name>`` (``run_name`` defaults to
+        ``str(time.time())``) gets the three hparams summaries (the experiment's columns, this
+        session's values, its end) and one scalar per metric, and is closed at once; this writer's
+        own run gets nothing. The HPARAMS tab lists the child run with its values and metrics. With
+        ``own_run=True`` everything goes to this writer's run instead, so the tab links the
+        hyper-parameters to the curves this run logs with :meth:`add_scalar` (torch cannot; metric
+        tags then share the run's tag names). Unlike torch, bools are stored as booleans (torch
+        stores 1.0/0.0), and NumPy scalars and tensors are read through their first element.
+
+        Args:
+            hparam_dict: ``{name: value}``; a value is a bool, int, float, str, NumPy scalar or
+                torch tensor (its first element), or None (left out, as torch does). A plain
+                ``dict`` (torch refuses subclasses too).
+            metric_dict: ``{tag: number}``: each metric is written as a scalar under its tag. Use
+                tags you do not log with :meth:`add_scalar` in the same run (such as
+                ``"hparam/accuracy"``), or the tab shows those instead. A value may be None: the tag
+                is declared as a metric column without a value (with ``own_run=True``, name a curve
+                the run logs). A plain ``dict``.
+            hparam_domain_discrete: ``{name: [values]}``: the values a hyper-parameter can take, of
+                its type, shown as the tab's filter choices. A str here is read as tensorboardX's
+                third argument, the run name. Default ``None``.
+            run_name: The child run's name, a path relative to ``log_dir`` that must stay inside it.
+                Default ``None``: ``str(time.time())``. Must be None with ``own_run=True``.
+            global_step: The step of the summaries and metric values: an int within int64. Default
+                ``None`` writes no step (read as 0).
+            own_run: Write into this writer's run rather than a child run (keyword only). Default
+                ``False``.
+            name: tensorboardX's name for ``run_name`` (keyword, or tensorboardX's third argument).
+                Default ``None``.
+
+        Raises:
+            TypeError: ``hparam_dict`` or ``metric_dict`` is not a dict; a key is not a str; a value
+                of another type (a list, a dict); a metric that is not a number; a domain list whose
+                values are not of their hyper-parameter's type.
+            ValueError: ``run_name`` would leave ``log_dir`` (``".."``, an absolute path); both
+                ``run_name`` and ``name``, or ``run_name`` with ``own_run=True``; a domain names no
+                hyper-parameter; an int beyond 2**53 (not exact as float64).
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/hparams") as writer:
+            ...     for i, lr in enumerate([0.1, 0.01, 0.001]):
+            ...         accuracy = 0.9 - abs(lr - 0.01)  # your trial's result
+            ...         writer.add_hparams(
+            ...             {"lr": lr, "batch": 64, "augment": True},
+            ...             {"hparam/accuracy": accuracy},
+            ...             run_name=f"trial{i}",
+            ...         )
         """
         self._plugin_method("add_hparams")(
             self,
@@ -173,7 +520,49 @@ class WriterMethods:
         walltime: Any = None,
         dataformats: str = "CHW",
     ) -> None:
-        """Log one image (HW, CHW/HWC, or a batch gridded 8 columns wide); floats in [0, 1], integers 0..255."""
+        """Log one image under ``tag``, shown in the IMAGES tab (one slider position per step).
+
+        ``img_tensor`` is laid out as ``dataformats`` says: ``"CHW"`` (torch's default: channels
+        first), ``"HWC"``, ``"HW"`` (grayscale) or any order of those letters; with four letters
+        (``"NCHW"``) a batch is drawn as one grid, 8 images a row, as :meth:`add_images` does. 1
+        channel is gray (shown as RGB), 2 gray with alpha, 3 RGB, 4 RGBA. Pixel values: floats are
+        taken as [0, 1] (multiplied by 255, clipped, truncated, as torch does); integers as 0..255
+        (clipped); ``uint8`` as is; bool as black and white. Unlike torch, which scales every
+        non-``uint8`` dtype by 255 (so an int64 image of 200 comes out white), integers keep their
+        values. The image is copied at the call and encoded as PNG on the writer's thread.
+
+        Args:
+            tag: The image's name, a str. Written as given.
+            img_tensor: The image: a NumPy array, torch tensor (any device), list, or anything with
+                ``__array__`` or DLPack, of real numbers, with one axis per letter of
+                ``dataformats``: ``(C, H, W)`` by default, ``(H, W, C)`` with ``"HWC"``, ``(H, W)``
+                with ``"HW"``.
+            global_step: The step the image belongs to: an int within int64. Default ``None`` writes
+                no step (read as 0).
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()`` at
+                the call.
+            dataformats: The order of the axes, distinct letters from ``N``, ``C``, ``H``, ``W``
+                (any case), one per axis. Default ``"CHW"``.
+
+        Raises:
+            TypeError: ``img_tensor`` is no array of real numbers (when it is a str and ``tag`` is
+                not, the message says the two look swapped); ``dataformats`` is not a str, or it
+                landed in ``global_step`` (the message says to pass it by keyword); ``tag`` or
+                ``global_step`` has the wrong type.
+            ValueError: ``dataformats`` does not fit the array (another letter count, a repeated
+                letter, more than 4 channels); the message names the layout that fits, such as
+                ``dataformats="HWC"`` for an ``(H, W, 3)`` array. ``img_tensor`` is empty;
+                ``global_step`` is outside int64; ``walltime`` is not finite.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryWriter
+            >>> rows = np.linspace(0, 1, 64)[:, None] * np.ones(64)
+            >>> chw = np.stack([rows, rows.T, 1 - rows])  # (3, 64, 64), values in [0, 1]
+            >>> with SummaryWriter("runs/image") as writer:
+            ...     writer.add_image("gradient", chw, 0)
+            ...     writer.add_image("gradient_hwc", chw.transpose(1, 2, 0), 0, dataformats="HWC")
+        """
         self._plugin_method("add_image")(self, tag, img_tensor, global_step, walltime, dataformats)
 
     def add_image_with_boxes(
@@ -187,7 +576,45 @@ class WriterMethods:
         dataformats: str = "CHW",
         labels: Any = None,
     ) -> None:
-        """Log an image with red ``[x1, y1, x2, y2]`` boxes (optionally labelled), resized by ``rescale``."""
+        """Log an image with boxes drawn on it (a detector's, say), optionally labelled.
+
+        Each box ``[x1, y1, x2, y2]`` (pixels, from the top-left corner) is drawn in red, 2 pixels
+        wide; a label is written in black on a red band inside the box's bottom-left corner. The
+        image is read as :meth:`add_image` reads it; after drawing, it is resized by ``rescale``
+        (Lanczos), while the height and width written beside the PNG stay those before ``rescale``,
+        as torch writes them. Unlike torch, ``box_tensor`` may be a list.
+
+        Args:
+            tag: The image's name, a str.
+            img_tensor: The image, ``(C, H, W)`` by default (see :meth:`add_image`).
+            box_tensor: The boxes, shape ``(K, 4)`` (or ``(4,)`` for one box): finite pixel
+                coordinates ``[x1, y1, x2, y2]``; ``(0, 4)`` draws none.
+            global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+            rescale: The factor to resize the drawn image by, a finite number > 0; the result must
+                hold at least one pixel and at most 2**26. Default ``1`` (no resize).
+            dataformats: The order of ``img_tensor``'s axes (see :meth:`add_image`). Default
+                ``"CHW"``.
+            labels: One str per box, or one str for a single box. Default ``None`` (no labels). As
+                in torch, a count other than the boxes' draws the boxes without labels (here with a
+                warning).
+
+        Raises:
+            TypeError: An argument has the wrong type (``labels`` not str, ``rescale`` not a number,
+                and as :meth:`add_image`).
+            ValueError: ``box_tensor`` is not ``(K, 4)`` (for ``(4, K)`` the message suggests
+                ``box_tensor.T``) or holds NaN or infinity; ``rescale`` is not > 0 or makes the
+                image too small or too large; ``dataformats`` does not fit (the message names the
+                one that does).
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryWriter
+            >>> image = np.zeros((3, 64, 64))
+            >>> boxes = np.array([[8, 8, 30, 40], [36, 20, 60, 60]])
+            >>> with SummaryWriter("runs/boxes") as writer:
+            ...     writer.add_image_with_boxes("found", image, boxes, 0, labels=["cat", "dog"])
+        """
         self._plugin_method("add_image_with_boxes")(
             self, tag, img_tensor, box_tensor, global_step, walltime, rescale, dataformats, labels
         )
@@ -200,17 +627,69 @@ class WriterMethods:
         walltime: Any = None,
         dataformats: str = "NCHW",
     ) -> None:
-        """Log a batch of images as one grid (torch's layout: 8 per row).
+        """Log a batch of images as one grid under ``tag``, 8 images a row as torch draws them.
 
-        As in tensorboardX, ``img_tensor`` may also be a list of images of one size with
-        ``dataformats`` ``"CHW"`` or ``"HWC"``.
+        The grid has ``min(N, 8)`` columns and as many rows as needed; empty cells are black. Pixel
+        values and channels are read as :meth:`add_image` reads them (floats in [0, 1], integers
+        0..255, 1 to 4 channels). As in tensorboardX, ``img_tensor`` may also be a list of images of
+        one shape with ``dataformats`` ``"CHW"`` or ``"HWC"``; torch does not take lists.
+
+        Args:
+            tag: The grid's name, a str.
+            img_tensor: ``(N, C, H, W)`` by default, ``(N, H, W, C)`` with ``"NHWC"``: an array or
+                tensor of real numbers; or a list of ``(C, H, W)`` / ``(H, W, C)`` images of one
+                shape with ``dataformats="CHW"`` / ``"HWC"``.
+            global_step: The step the grid belongs to: an int within int64. Default ``None`` writes
+                no step (read as 0).
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()`` at
+                the call.
+            dataformats: The order of the axes: four distinct letters ``N``, ``C``, ``H``, ``W``
+                (any case), or ``"CHW"``/``"HWC"`` for a list or a single image. Default ``"NCHW"``.
+
+        Raises:
+            TypeError: ``img_tensor`` is no array of real numbers (or a str in ``tag``'s place: the
+                message says they look swapped); ``dataformats`` is not a str or was passed as
+                ``global_step``.
+            ValueError: ``dataformats`` does not fit the array; the message names the layout that
+                fits (``"NHWC"`` for channels last, ``img_tensor[:, None]`` for a batch of ``(N, H,
+                W)`` grayscale images, ``"CHW"`` for one image). An empty list, images of several
+                shapes; ``global_step`` outside int64; ``walltime`` not finite.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryWriter
+            >>> batch = np.random.default_rng(0).random((16, 3, 32, 32))  # N, C, H, W in [0, 1]
+            >>> with SummaryWriter("runs/images") as writer:
+            ...     writer.add_images("samples", batch, 0)  # one 256x64 grid: 8 columns, 2 rows
         """
         self._plugin_method("add_images")(self, tag, img_tensor, global_step, walltime, dataformats)
 
     def add_keras_model(
         self, tag: str, model: Any, global_step: Any = None, walltime: Any = None
     ) -> None:
-        """Log ``model``'s config under ``tag``; TensorBoard's GRAPHS tab draws it (conceptual graph)."""
+        """Log a Keras model's structure, drawn by the GRAPHS tab as its conceptual graph.
+
+        Writes the model's JSON config as Keras's TensorBoard callback does (a string tensor with
+        the ``graph_keras_model`` plugin's metadata), without TensorFlow. torch's writer has no such
+        method.
+
+        Args:
+            tag: The graph's name, a str (Keras writes ``"keras"``).
+            model: A Keras model (its ``to_json()`` is written) or such a JSON config as a str.
+            global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            TypeError: ``model`` has no ``to_json`` and is not a str.
+            ValueError: The text is not JSON, or not a JSON object.
+
+        Example:
+            >>> import json
+            >>> from tallyboard import SummaryWriter
+            >>> config = {"class_name": "Sequential", "config": {"name": "tiny", "layers": []}}
+            >>> with SummaryWriter("runs/keras_model") as writer:
+            ...     writer.add_keras_model("keras", json.dumps(config), 0)
+        """
         self._plugin_method("add_keras_model")(self, tag, model, global_step, walltime)
 
     def add_mesh(
@@ -223,13 +702,71 @@ class WriterMethods:
         global_step: Any = None,
         walltime: Any = None,
     ) -> None:
-        """Log a point cloud or mesh: values ``<tag>_VERTEX``, ``<tag>_FACE``, ``<tag>_COLOR``."""
+        """Log a 3D point cloud or triangle mesh, shown in the MESH tab (rotatable).
+
+        Written as torch writes it: up to three tensors, tagged ``<tag>_VERTEX``, ``<tag>_FACE`` and
+        ``<tag>_COLOR``, each ``[B, N, 3]`` float32 (a batch of B meshes of N vertices) with the
+        mesh plugin's metadata. Without ``faces`` the vertices are drawn as points.
+
+        Args:
+            tag: The mesh's name, a str.
+            vertices: ``[B, N, 3]`` real numbers: the x, y, z of N vertices for each of B meshes.
+            colors: ``[B, N, 3]`` RGB in 0..255, one per vertex. Default ``None`` (the tab's own
+                colour).
+            faces: ``[B, F, 3]`` vertex indices (whole numbers in ``[0, N)``), three per triangle.
+                Default ``None`` (a point cloud).
+            config_dict: The three.js settings the tab passes on (camera, lights, material), a
+                JSON-serializable dict. Default ``None`` (``{}``).
+            global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            TypeError: An array is not real numbers (a str ``vertices`` beside a non-str ``tag``:
+                the message says they look swapped); ``config_dict`` is not a JSON-serializable
+                dict.
+            ValueError: An array is not ``[B, N, 3]`` (for ``(N, 3)`` the message suggests
+                ``vertices[None]``, for ``[B, 3, N]`` the transpose); ``colors`` not one per vertex
+                or outside 0..255; ``faces`` of another batch size or not vertex indices.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryWriter
+            >>> vertices = np.array([[[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]], dtype=float)
+            >>> faces = np.array([[[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]]])
+            >>> colors = np.array([[[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0]]])
+            >>> with SummaryWriter("runs/mesh") as writer:
+            ...     writer.add_mesh("tetrahedron", vertices, colors=colors, faces=faces)
+        """
         self._plugin_method("add_mesh")(
             self, tag, vertices, colors, faces, config_dict, global_step, walltime
         )
 
     def add_onnx_graph(self, prototxt: Any) -> None:
-        """Log an ONNX model (a path, its bytes or an ``onnx.ModelProto``) for the GRAPHS tab; needs ``onnx``."""
+        """Log an ONNX model's graph for the GRAPHS tab; needs ``pip install onnx``.
+
+        Laid out as torch's ``add_onnx_graph`` lays it out: the graph's inputs and outputs become
+        ``Variable`` nodes with their element type and shape, each operation a node named after its
+        first output, its attributes in a ``parameters`` string. Unlike torch, nothing is printed.
+
+        Args:
+            prototxt: The model: a path to an ``.onnx`` file (str or ``os.PathLike``), its bytes, or
+                an ``onnx.ModelProto``.
+
+        Raises:
+            ImportError: onnx is not installed (the message gives the install line).
+            TypeError: ``prototxt`` is none of the above.
+
+        Example:
+            >>> import onnx
+            >>> from onnx import TensorProto, helper
+            >>> from tallyboard import SummaryWriter
+            >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])
+            >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])
+            >>> relu = helper.make_node("Relu", ["x"], ["y"])
+            >>> graph = helper.make_graph([relu], "tiny", [x], [y])
+            >>> with SummaryWriter("runs/onnx") as writer:
+            ...     writer.add_onnx_graph(helper.make_model(graph))
+        """
         self._plugin_method("add_onnx_graph")(self, prototxt)
 
     def add_pr_curve(
@@ -242,7 +779,42 @@ class WriterMethods:
         weights: Any = None,
         walltime: Any = None,
     ) -> None:
-        """Log a precision-recall curve of ``predictions`` (in [0, 1]) against 0/1 ``labels``."""
+        """Log a precision-recall curve of binary predictions, shown in the PR CURVES tab.
+
+        Computed as torch computes it: ``T = min(num_thresholds, 127)`` thresholds evenly spaced in
+        [0, 1]; each prediction falls in bucket ``floor(p * (T - 1))`` (predictions outside [0, 1]
+        are dropped, silently, as in torch); true and false positives are counted at or above each
+        threshold, weighted by ``weights``; precision and recall are ``tp / (tp + fp)`` and ``tp /
+        (tp + fn)`` (0 where nothing is counted). Written as a ``[6, T]`` float tensor (rows tp, fp,
+        tn, fn, precision, recall).
+
+        Args:
+            tag: The curve's name, a str.
+            labels: The ground truth, real numbers of any shape (flattened): 1 positive, 0 negative.
+            predictions: The probability of "positive" for each label, same number of elements.
+            global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+            num_thresholds: How many thresholds, an int >= 2; above 127 it is clamped to 127, as
+                torch does (TensorBoard reads no more). Default ``127``.
+            weights: One weight for every prediction, or one per prediction. Default ``None`` (all
+                1).
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            TypeError: ``labels``, ``predictions`` or ``weights`` is not real numbers (a str label
+                where ``tag`` is not a str: the message says they look swapped); ``num_thresholds``
+                is not an int.
+            ValueError: ``labels`` and ``predictions`` differ in size; ``weights`` has another size;
+                ``num_thresholds`` < 2.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryWriter
+            >>> rng = np.random.default_rng(0)
+            >>> labels = rng.integers(0, 2, 100)
+            >>> predictions = np.clip(labels * 0.6 + rng.random(100) * 0.5, 0, 1)
+            >>> with SummaryWriter("runs/pr_curve") as writer:
+            ...     writer.add_pr_curve("classifier", labels, predictions, 0)
+        """
         self._plugin_method("add_pr_curve")(
             self, tag, labels, predictions, global_step, num_thresholds, weights, walltime
         )
@@ -261,7 +833,38 @@ class WriterMethods:
         weights: Any = None,
         walltime: Any = None,
     ) -> None:
-        """Log a precision-recall curve already computed (``weights`` is unused, as in torch)."""
+        """Log a precision-recall curve you computed: six arrays, one value per threshold.
+
+        The arrays are stacked into the ``[6, N]`` tensor the PR CURVES tab reads (rows tp, fp, tn,
+        fn, precision, recall). As in torch, ``num_thresholds`` is written into the metadata
+        (clamped to 127) without being checked against N, and ``weights`` is not used.
+
+        Args:
+            tag: The curve's name, a str.
+            true_positive_counts: 1-D real numbers, one per threshold.
+            false_positive_counts: 1-D real numbers, same length.
+            true_negative_counts: 1-D real numbers, same length.
+            false_negative_counts: 1-D real numbers, same length.
+            precision: 1-D real numbers, same length.
+            recall: 1-D real numbers, same length.
+            global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+            num_thresholds: The thresholds count for the metadata, an int >= 1, clamped to 127.
+                Default ``127``.
+            weights: Unused (torch's signature). Default ``None``.
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            TypeError: An array is not real numbers; ``num_thresholds`` is not an int.
+            ValueError: An array is not 1-D, or the six lengths differ.
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/pr_curve_raw") as writer:
+            ...     writer.add_pr_curve_raw(
+            ...         "ready_made", [4, 3, 0], [4, 1, 0], [0, 3, 4], [0, 1, 4],
+            ...         [0.5, 0.75, 0.0], [1.0, 0.75, 0.0], global_step=0, num_thresholds=3,
+            ...     )
+        """
         self._plugin_method("add_pr_curve_raw")(
             self,
             tag,
@@ -286,7 +889,44 @@ class WriterMethods:
         new_style: bool = False,
         double_precision: bool = False,
     ) -> None:
-        """Log one number under ``tag`` (torch's signature)."""
+        """Log one number under ``tag`` at ``global_step``: a point of a line in the SCALARS tab.
+
+        The value is written as torch writes it, a 32-bit float (``simple_value``), so TensorBoard
+        shows the same chart for the same calls. ``new_style=True`` writes it as a rank-0 tensor
+        instead (TensorBoard loads it through the scalars plugin alike), and with
+        ``double_precision=True`` that tensor keeps all 64 bits. NaN and infinities are written as
+        they are. The call checks and queues the value; a background thread writes it (see
+        :meth:`flush`).
+
+        Args:
+            tag: The chart's name, a str such as ``"loss/train"`` (TensorBoard groups charts by the
+                part before the first ``/``). Written as given.
+            scalar_value: One number: a Python int, float or bool (``True`` is 1.0), a NumPy scalar,
+                or an array or tensor (any device) holding exactly one element, of any shape.
+            global_step: The x position of the point: an int within int64 (Python, NumPy or a 0-d
+                integer tensor). Default ``None`` writes no step, which TensorBoard reads as 0.
+                Unlike torch, which truncates a float step (2.7 becomes 2), a float is a TypeError.
+            walltime: The point's time in seconds since the epoch, a finite number. Default
+                ``None``: ``time.time()`` at the call.
+            new_style: Write a rank-0 tensor with the ``scalars`` plugin's metadata instead of a
+                ``simple_value``. Default ``False``.
+            double_precision: With ``new_style=True``, write a float64 tensor (0.1 reads back as
+                exactly 0.1) instead of a float32 one. Ignored otherwise. Default ``False``.
+
+        Raises:
+            TypeError: ``tag`` is not a str (a message says so when tag and value look swapped,
+                ``add_scalar(0.5, "loss")``); ``scalar_value`` is not a number (a str, None, a
+                complex or object array); ``global_step`` is not an int.
+            ValueError: ``scalar_value`` holds more or fewer than one element; ``global_step`` is
+                outside int64; ``walltime`` is not finite; ``tag`` holds a lone surrogate (no
+                UTF-8).
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/scalar") as writer:
+            ...     for step in range(100):
+            ...         writer.add_scalar("loss/train", 1 / (step + 1), step)
+        """
         self._plugin_method("add_scalar")(
             self, tag, scalar_value, global_step, walltime, new_style, double_precision
         )
@@ -298,23 +938,128 @@ class WriterMethods:
         global_step: Any = None,
         walltime: Any = None,
     ) -> None:
-        """Log several numbers on one chart: each key becomes the sub-run ``<main_tag>_<key>``."""
+        """Log several numbers at one step, drawn as lines of one chart: one line per key.
+
+        As torch does, each key is its own run: the values go to sub-runs
+        ``<log_dir>/<main_tag>_<key>`` (a ``/`` in ``main_tag`` becomes ``_``), each under the tag
+        ``main_tag``, so TensorBoard draws one chart ``main_tag`` with a line per run ``..._<key>``.
+        The main run gets nothing for ``main_tag``. Every value of one call shares one wall time.
+        The values are also kept in memory for :meth:`export_scalars_to_json` (tensorboardX's),
+        until it is called.
+
+        Args:
+            main_tag: The chart's name, a str; it also names the sub-runs.
+            tag_scalar_dict: ``{key: number}``: one number per line (any value :meth:`add_scalar`
+                takes). A key is a str and ends a folder name (a ``/`` in it nests a folder);
+                nothing is ever created outside ``log_dir``.
+            global_step: The x position of the points: an int within int64. Default ``None`` writes
+                no step (read as 0).
+            walltime: Seconds since the epoch, a finite number, for every value. Default ``None``:
+                ``time.time()`` at the call.
+
+        Raises:
+            TypeError: ``main_tag`` is not a str (a message says so when ``main_tag`` and
+                ``tag_scalar_dict`` look swapped); ``tag_scalar_dict`` is not a dict, a key is not a
+                str or a value is not a number; ``global_step`` is not an int.
+            ValueError: A key or ``main_tag`` cannot be a folder name (a control character such as
+                NUL, a lone surrogate); a value holds more than one element; ``global_step`` is
+                outside int64; ``walltime`` is not finite.
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/scalars") as writer:
+            ...     for step in range(10):
+            ...         writer.add_scalars("accuracy", {"train": 0.5 + step / 20, "val": 0.5}, step)
+            ... # TensorBoard: one chart "accuracy", runs scalars/accuracy_train and accuracy_val
+        """
         self._plugin_method("add_scalars")(self, main_tag, tag_scalar_dict, global_step, walltime)
 
     def add_summary(self, summary: Any, global_step: Any = None, walltime: Any = None) -> None:
-        """Write a TensorBoard ``Summary`` in an Event of its own (torch's FileWriter)."""
+        """Write a TensorBoard ``Summary`` protobuf in an event of its own (torch's FileWriter's).
+
+        Lightning's ``TensorBoardLogger`` calls it through ``writer._get_file_writer()``. The
+        summary is written as given, inside an Event with ``global_step`` and ``walltime``; sinks
+        that do not write event files skip it (with a warning naming the sink).
+
+        Args:
+            summary: A ``tensorboard.compat.proto.summary_pb2.Summary`` (any protobuf class named
+                ``Summary``) or its serialized bytes.
+            global_step: The event's step: an int within int64. Default ``None`` writes no step
+                (read as 0).
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            TypeError: ``summary`` is neither a Summary message nor bytes.
+            ValueError: The bytes do not parse as a Summary.
+
+        Example:
+            >>> from tensorboard.compat.proto.summary_pb2 import Summary
+            >>> from tallyboard import SummaryWriter
+            >>> summary = Summary(value=[Summary.Value(tag="loss", simple_value=0.25)])
+            >>> with SummaryWriter("runs/summary") as writer:
+            ...     writer.add_summary(summary, global_step=3)
+        """
         self._plugin_method("add_summary")(self, summary, global_step, walltime)
 
     def add_tensor(
         self, tag: str, tensor: Any, global_step: Any = None, walltime: Any = None
     ) -> None:
-        """Log a whole array under ``tag`` (read back with ``tensor_util.make_ndarray``)."""
+        """Log a whole array under ``tag``; read it back with TensorBoard's
+        ``tensor_util.make_ndarray``.
+
+        TensorBoard has no dashboard for these (``plugin_name`` ``tensor``); :func:`tallyboard.read`
+        with ``kind="tensor"`` and TensorBoard's readers give the array back with its dtype and
+        shape. Unlike torch, which takes torch tensors only, any array works, and float16, bfloat16
+        (stored as the exactly equal float32, since TensorBoard cannot decode bfloat16 without
+        TensorFlow) and uint8 read back right; arrays of str or bytes become string tensors.
+
+        Args:
+            tag: The tensor's name, a str.
+            tensor: Any array of any shape: NumPy, torch (any device), list, ``__array__``/DLPack,
+                of a bool, integer, float (16, 32, 64 bits, bfloat16), complex, str or bytes dtype,
+                at least one element and under 2 GiB (protobuf's limit).
+            global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            TypeError: An unsupported dtype (object, datetime, ...), or a str ``tensor`` beside a
+                non-str ``tag`` (the message says they look swapped).
+            ValueError: ``tensor`` is empty or 2 GiB or more; a str element holds a lone surrogate.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/tensor") as writer:
+            ...     writer.add_tensor("confusion", np.array([[50, 2], [3, 45]], dtype=np.int64), 0)
+        """
         self._plugin_method("add_tensor")(self, tag, tensor, global_step, walltime)
 
     def add_text(
         self, tag: str, text_string: str, global_step: Any = None, walltime: Any = None
     ) -> None:
-        """Log a (markdown) string under ``tag``; TensorBoard shows it in the TEXT tab."""
+        """Log a piece of text, shown in the TEXT tab and rendered as Markdown.
+
+        Written as torch writes it: a string tensor under the tag ``<tag>/text_summary``, the name
+        the TEXT tab lists. TensorBoard renders Markdown, so a single newline does not break a line
+        (end a line with two spaces, or leave an empty line), and pipe tables render as tables.
+
+        Args:
+            tag: The text's name, a str (written as ``<tag>/text_summary``).
+            text_string: The text, a str (any length, UTF-8).
+            global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            TypeError: ``text_string`` is not a str (torch raises AttributeError); a non-str ``tag``
+                beside a str ``text_string`` gets a message saying the two look swapped.
+            ValueError: The text or tag holds a lone surrogate (it cannot be UTF-8).
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/text") as writer:
+            ...     writer.add_text("notes", "**lr** 0.1, batch 64  \\nno augmentation", 0)
+            ...     writer.add_text("table", "| epoch | acc |\\n|---|---|\\n| 1 | 0.91 |", 1)
+        """
         self._plugin_method("add_text")(self, tag, text_string, global_step, walltime)
 
     def add_video(
@@ -325,5 +1070,37 @@ class WriterMethods:
         fps: float = 4,
         walltime: Any = None,
     ) -> None:
-        """Log (N, T, C, H, W) videos as one animated GIF (batch tiled as torch does) at ``fps``."""
+        """Log a batch of videos as one looping animated GIF, played in the IMAGES tab.
+
+        ``vid_tensor`` is ``(N, T, C, H, W)``: N videos of T frames. As torch does, the batch is
+        padded with black videos to a power of two and tiled (16 videos: 4x4, 2: 1x2, 3: 1x4), and
+        ``uint8`` values are divided by 255 first; floats are taken as [0, 1]. Unlike torch, no
+        moviepy is needed: Pillow writes the GIF, and a missing encoder is an error in the call,
+        never an empty value in the file.
+
+        Args:
+            tag: The video's name, a str.
+            vid_tensor: ``(N, T, C, H, W)`` real numbers, C 1 (gray) or 3 (RGB).
+            global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+            fps: Frames per second, a finite number at least 1/655.35 (a GIF frame lasts at most
+                655.35 s); GIF stores frame durations in hundredths of a second, so rates above 100
+                are rounded by the format. Default ``4``.
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            TypeError: ``vid_tensor`` is no array of real numbers (or a str in ``tag``'s place: the
+                message says they look swapped); ``fps`` is not a number.
+            ValueError: ``vid_tensor`` is not 5-D (for one ``(T, C, H, W)`` video the message
+                suggests ``vid_tensor[None]``) or has another channel count (for ``(N, T, H, W, C)``
+                it gives the transpose); ``fps`` is too small or not finite.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryWriter
+            >>> frames = np.zeros((1, 8, 3, 32, 32))  # one video of 8 frames
+            >>> for t in range(8):
+            ...     frames[0, t, 0, :, 4 * t : 4 * t + 4] = 1.0  # a red bar moving right
+            >>> with SummaryWriter("runs/video") as writer:
+            ...     writer.add_video("bar", frames, 0, fps=8)
+        """
         self._plugin_method("add_video")(self, tag, vid_tensor, global_step, fps, walltime)

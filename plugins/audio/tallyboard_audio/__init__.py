@@ -20,7 +20,35 @@ def add_audio(
     sample_rate: float = 44100,
     walltime: Any = None,
 ) -> None:
-    """Log sound with amplitudes in [-1, 1]: (L,) or (1, L) mono, (L, 2) stereo; louder is clipped."""
+    """Log a sound clip, played in the AUDIO tab: 16-bit PCM WAV.
+
+    Amplitudes are in [-1, 1]; louder samples are clipped with a warning (torch prints one), NaN
+    becomes silence, and samples become ``int16(x * 32767)`` truncated, as torch computes them.
+    Unlike torch, which takes mono only, ``(L, 2)`` is stereo.
+
+    Args:
+        tag: The clip's name, a str.
+        snd_tensor: Real numbers of shape ``(L,)`` or ``(1, L)`` (mono) or ``(L, 2)`` (stereo),
+            L samples per channel.
+        global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+        sample_rate: Samples per second, a finite number from 1 to 1073741823 (what a WAV header
+            holds). Default ``44100``.
+        walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+    Raises:
+        TypeError: ``snd_tensor`` is not real numbers (a str where ``tag`` is not: the message
+            says they look swapped); ``sample_rate`` is not a number.
+        ValueError: Another shape (for a ``(2, L)`` stereo clip the message suggests
+            ``snd_tensor.T``); ``sample_rate`` out of range.
+
+    Example:
+        >>> import numpy as np
+        >>> from tallyboard import SummaryWriter
+        >>> t = np.arange(16000) / 16000
+        >>> a440 = 0.5 * np.sin(2 * np.pi * 440 * t)  # one second of A, 16 kHz
+        >>> with SummaryWriter("runs/audio") as writer:
+        ...     writer.add_audio("a440", a440, 0, sample_rate=16000)
+    """
     from .convert import AudioPayload, check_sample_rate, to_pcm16
 
     try:

@@ -80,14 +80,68 @@ def parse_layout(layout: Any, arg: str = "layout") -> tuple[Category, ...]:
 
 
 def add_custom_scalars(writer: Any, layout: Any) -> None:
-    """Lay out scalar tags in charts: ``{category: {title: ['Multiline' | 'Margin', tags]}}``."""
+    """Lay out charts of scalar tags on the CUSTOM SCALARS tab: several tags per chart.
+
+    ``layout`` is ``{category: {chart title: [chart type, tags]}}``. A ``"Multiline"`` chart
+    (any type other than ``"Margin"`` is one) draws every scalar tag matching one of its tags;
+    TensorBoard reads them as regular expressions matched from the start of the tag (so
+    ``"loss"`` also matches ``"losses"``; write ``"loss$"`` for one tag). A ``"Margin"`` chart
+    takes exactly three tags ``[value, lower, upper]`` and draws the value with a band between
+    the bounds. Each category is a collapsible group. Written at step 0 under the tag
+    ``custom_scalars__config__``; each call writes another layout, and TensorBoard shows the
+    last one. The layout only arranges tags: log their values with :meth:`add_scalar`.
+
+    Args:
+        layout: ``{category (str): {title (str): [type (str), tags (list of str)]}}``, not
+            empty; every chart needs at least one tag.
+
+    Raises:
+        TypeError: ``layout`` or one of its parts is not a dict / list / str as above.
+        ValueError: ``layout`` is empty, a chart is not ``[type, tags]``, it has no tag, or a
+            Margin chart does not have exactly three.
+
+    Example:
+        >>> from tallyboard import SummaryWriter
+        >>> with SummaryWriter("runs/custom_scalars") as writer:
+        ...     writer.add_custom_scalars({
+        ...         "training": {
+        ...             "losses": ["Multiline", ["loss/train$", "loss/val$"]],
+        ...             "accuracy": ["Margin", ["acc/mean", "acc/low", "acc/high"]],
+        ...         },
+        ...     })
+        ...     for step in range(10):
+        ...         writer.add_scalar("loss/train", 1 / (step + 1), step)
+        ...         writer.add_scalar("loss/val", 1.2 / (step + 1), step)
+    """
     writer.emit("custom_scalars", CONFIG_TAG, parse_layout(layout))
 
 
 def add_custom_scalars_multilinechart(
     writer: Any, tags: Any, category: str = "default", title: str = "untitled"
 ) -> None:
-    """One chart plotting every scalar tag matching ``tags`` (regexes, matched from the start)."""
+    """Add one chart to the CUSTOM SCALARS tab drawing every scalar tag that matches ``tags``.
+
+    The same as ``add_custom_scalars({category: {title: ["Multiline", tags]}})``: the tags are
+    regular expressions matched from the start of a tag. Each call writes a new layout holding
+    only this chart, and TensorBoard shows the last layout written, so to show several charts
+    give them all to :meth:`add_custom_scalars` in one call.
+
+    Args:
+        tags: A non-empty list of str: tag patterns, each a line or a group of lines.
+        category: The group the chart goes in, a str. Default ``"default"``.
+        title: The chart's title, a str. Default ``"untitled"``.
+
+    Raises:
+        TypeError: ``tags`` is not a list of str; ``category`` or ``title`` is not a str.
+        ValueError: ``tags`` is empty.
+
+    Example:
+        >>> from tallyboard import SummaryWriter
+        >>> with SummaryWriter("runs/multiline") as writer:
+        ...     writer.add_custom_scalars_multilinechart(["loss/"], title="every loss")
+        ...     writer.add_scalar("loss/train", 0.5, 0)
+        ...     writer.add_scalar("loss/val", 0.6, 0)
+    """
     _str(category, "category")
     _str(title, "title")
     chart = Chart(title, False, _tags(tags, "tags"))
@@ -97,7 +151,30 @@ def add_custom_scalars_multilinechart(
 def add_custom_scalars_marginchart(
     writer: Any, tags: Any, category: str = "default", title: str = "untitled"
 ) -> None:
-    """One chart of a value with its lower and upper bounds: ``tags = [value, lower, upper]``."""
+    """Add a chart to the CUSTOM SCALARS tab: a value in a band between two bounds.
+
+    The same as ``add_custom_scalars({category: {title: ["Margin", tags]}})``. Each call writes
+    a new layout holding only this chart, and TensorBoard shows the last layout written; give
+    several charts to :meth:`add_custom_scalars` in one call.
+
+    Args:
+        tags: Exactly three str tags ``[value, lower, upper]``.
+        category: The group the chart goes in, a str. Default ``"default"``.
+        title: The chart's title, a str. Default ``"untitled"``.
+
+    Raises:
+        TypeError: ``tags`` is not a list of str; ``category`` or ``title`` is not a str.
+        ValueError: ``tags`` does not hold exactly three tags.
+
+    Example:
+        >>> from tallyboard import SummaryWriter
+        >>> with SummaryWriter("runs/margin") as writer:
+        ...     writer.add_custom_scalars_marginchart(["acc", "acc_low", "acc_high"])
+        ...     for step, acc in enumerate([0.6, 0.7, 0.8]):
+        ...         writer.add_scalar("acc", acc, step)
+        ...         writer.add_scalar("acc_low", acc - 0.05, step)
+        ...         writer.add_scalar("acc_high", acc + 0.05, step)
+    """
     _str(category, "category")
     _str(title, "title")
     checked = _tags(tags, "tags")

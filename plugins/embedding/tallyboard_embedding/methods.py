@@ -322,7 +322,52 @@ def add_embedding(
     tag: str = "default",
     metadata_header: Any = None,
 ) -> None:
-    """Save a matrix (and labels, label images) for TensorBoard's PROJECTOR tab (torch's signature)."""
+    """Save vectors (with labels and thumbnails) for TensorBoard's PROJECTOR tab.
+
+    Writes files only, no event: ``<log_dir>/<step:05d>/<tag>/tensors.tsv`` (one row per
+    vector), ``metadata.tsv`` (the labels) and ``sprite.png`` (the thumbnails, ``ceil(sqrt(N))``
+    a row), and adds an entry to ``<log_dir>/projector_config.pbtxt``. Unlike torch, which
+    rewrites that file from what this writer logged, the entries of other writers are kept (an
+    entry of the same tag and step is replaced), the file is written with protobuf's escaping
+    and replaced atomically, and everything is checked before any file is created. The tag is
+    escaped into one folder name (``%``, ``/``, ``\\`` as ``%25``, ``%2f``, ``%5c``), and
+    thumbnails need not be square. An existing folder of the same tag and step is overwritten,
+    with a warning.
+
+    Args:
+        mat: ``(N, D)`` real numbers: N vectors of D dimensions (the rows).
+        metadata: N labels (each written with ``str()``), or with ``metadata_header`` N lists of
+            one value per column. Default ``None`` (no labels). No tab or newline in a label.
+        label_img: ``(N, C, H, W)`` thumbnails, C 1, 3 or 4, floats in [0, 1] or integers 0..255
+            (NumPy or torch; ``(N, H, W)`` is grayscale). The sprite must fit in 8192x8192
+            pixels. Default ``None``.
+        global_step: The step, an int from 0 (part of the folder name). Default ``None``: 0.
+        tag: The embedding's name in the tab, a str. Default ``"default"``.
+        metadata_header: Column names for multi-column ``metadata``. Default ``None``.
+
+    Raises:
+        TypeError: ``mat`` is not real numbers (a str ``mat`` says to pass the tag by keyword,
+            ``add_embedding(mat, tag=...)``); ``metadata`` is not a list; ``global_step`` is not
+            an int.
+        ValueError: ``mat`` is not 2-D; ``metadata`` or ``label_img`` does not have N entries; a
+            metadata row has another column count than ``metadata_header``; a label holds a tab
+            or newline; ``tag`` is empty; ``label_img`` has another channel count (for ``(N, H,
+            W, C)`` the message gives the transpose) or makes a sprite over 8192 pixels a side;
+            ``global_step`` < 0; an existing ``projector_config.pbtxt`` that does not parse (it
+            is left alone).
+        FileExistsError: A file (not a folder) is in the embedding folder's place.
+
+    Example:
+        >>> import numpy as np
+        >>> from tallyboard import SummaryWriter
+        >>> rng = np.random.default_rng(0)
+        >>> words = ["cat", "dog", "car", "bus"]
+        >>> with SummaryWriter("runs/embedding") as writer:
+        ...     writer.add_embedding(
+        ...         rng.normal(size=(4, 8)), metadata=words, label_img=rng.random((4, 3, 8, 8)),
+        ...         tag="words",
+        ...     )
+    """
     if isinstance(mat, str):
         raise TypeError(
             f"mat got the str {mat!r}: add_embedding takes the matrix first and the tag as a "

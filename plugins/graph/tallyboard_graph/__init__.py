@@ -50,7 +50,36 @@ def add_graph(
     verbose: bool = False,
     use_strict_trace: bool = True,
 ) -> None:
-    """Trace ``model`` on ``input_to_model`` and log its graph for the GRAPHS tab (torch's signature)."""
+    """Log a torch model's graph for the GRAPHS tab, by tracing it on ``input_to_model``.
+
+    As torch does, the model is put in eval mode for the trace (and back afterwards), traced
+    with ``torch.jit.trace`` and inlined; the GraphDef written is torch's, node for node: inputs
+    ``input/<name>``, operations named by module path (``Net/Linear[fc]/...``) with their output
+    shapes, outputs ``output/output.<k>``, plus run metadata tagged ``step1`` as torch writes.
+    The trace runs the model once, without torch's check that re-runs it twice more; torch
+    2.13's deprecation warning for ``torch.jit.trace`` is silenced, warnings about your model
+    are not. Needs torch (imported only here).
+
+    Args:
+        model: A ``torch.nn.Module``.
+        input_to_model: What the model is called with: a tensor, or a tuple of tensors for
+            several arguments. Default ``None`` (no argument).
+        verbose: Print the traced graph. Default ``False``.
+        use_strict_trace: Passed to ``torch.jit.trace(strict=...)``: ``False`` allows mutable
+            outputs such as dicts and lists. Default ``True``.
+
+    Raises:
+        TypeError: ``model`` is not a ``torch.nn.Module``.
+        RuntimeError: The trace failed (wrong input shapes, a dict output with strict tracing):
+            a ``TraceError``, also a ValueError, naming the cause; nothing is written.
+
+    Example:
+        >>> import torch
+        >>> from tallyboard import SummaryWriter
+        >>> model = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU())
+        >>> with SummaryWriter("runs/graph") as writer:
+        ...     writer.add_graph(model, torch.zeros(2, 3))
+    """
     from .proto import cpu_run_metadata
     from .pytorch import model_graph
 
@@ -60,7 +89,31 @@ def add_graph(
 
 
 def add_onnx_graph(writer: Any, prototxt: Any) -> None:
-    """Log an ONNX model (a path, its bytes or an ``onnx.ModelProto``) for the GRAPHS tab; needs ``onnx``."""
+    """Log an ONNX model's graph for the GRAPHS tab; needs ``pip install onnx``.
+
+    Laid out as torch's ``add_onnx_graph`` lays it out: the graph's inputs and outputs become
+    ``Variable`` nodes with their element type and shape, each operation a node named after its
+    first output, its attributes in a ``parameters`` string. Unlike torch, nothing is printed.
+
+    Args:
+        prototxt: The model: a path to an ``.onnx`` file (str or ``os.PathLike``), its bytes, or
+            an ``onnx.ModelProto``.
+
+    Raises:
+        ImportError: onnx is not installed (the message gives the install line).
+        TypeError: ``prototxt`` is none of the above.
+
+    Example:
+        >>> import onnx
+        >>> from onnx import TensorProto, helper
+        >>> from tallyboard import SummaryWriter
+        >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])
+        >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])
+        >>> relu = helper.make_node("Relu", ["x"], ["y"])
+        >>> graph = helper.make_graph([relu], "tiny", [x], [y])
+        >>> with SummaryWriter("runs/onnx") as writer:
+        ...     writer.add_onnx_graph(helper.make_model(graph))
+    """
     from .onnx_graph import onnx_graph
 
     writer.emit("graph", GRAPH_TAG, onnx_graph(prototxt))

@@ -107,14 +107,56 @@ def add_hparams(
     own_run: bool = False,
     name: str | None = None,
 ) -> None:
-    """Log a trial's hyper-parameters and metrics for TensorBoard's HPARAMS tab (torch's signature).
+    """Log one trial's hyper-parameters and results, a row of the HPARAMS tab.
 
-    As torch, a child run ``<log_dir>/<run_name or time.time()>`` gets the three hparams
-    summaries and one scalar per metric. ``name`` is tensorboardX's word for ``run_name``
-    (tensorboardX's ``add_hparams(hparam_dict, metric_dict, name)`` works as it is). With ``own_run=True`` they go to this writer's own run
-    instead (``run_name`` must then be None), so the HPARAMS tab links the hparams to the metric
-    curves this run logs with ``add_scalar``; a metric whose value is None is declared without
-    writing a value (use the tag of a curve you already log).
+    As torch does, a child run ``<log_dir>/<run_name>`` (``run_name`` defaults to
+    ``str(time.time())``) gets the three hparams summaries (the experiment's columns, this
+    session's values, its end) and one scalar per metric, and is closed at once; this writer's
+    own run gets nothing. The HPARAMS tab lists the child run with its values and metrics. With
+    ``own_run=True`` everything goes to this writer's run instead, so the tab links the
+    hyper-parameters to the curves this run logs with :meth:`add_scalar` (torch cannot; metric
+    tags then share the run's tag names). Unlike torch, bools are stored as booleans (torch
+    stores 1.0/0.0), and NumPy scalars and tensors are read through their first element.
+
+    Args:
+        hparam_dict: ``{name: value}``; a value is a bool, int, float, str, NumPy scalar or
+            torch tensor (its first element), or None (left out, as torch does). A plain
+            ``dict`` (torch refuses subclasses too).
+        metric_dict: ``{tag: number}``: each metric is written as a scalar under its tag. Use
+            tags you do not log with :meth:`add_scalar` in the same run (such as
+            ``"hparam/accuracy"``), or the tab shows those instead. A value may be None: the tag
+            is declared as a metric column without a value (with ``own_run=True``, name a curve
+            the run logs). A plain ``dict``.
+        hparam_domain_discrete: ``{name: [values]}``: the values a hyper-parameter can take, of
+            its type, shown as the tab's filter choices. A str here is read as tensorboardX's
+            third argument, the run name. Default ``None``.
+        run_name: The child run's name, a path relative to ``log_dir`` that must stay inside it.
+            Default ``None``: ``str(time.time())``. Must be None with ``own_run=True``.
+        global_step: The step of the summaries and metric values: an int within int64. Default
+            ``None`` writes no step (read as 0).
+        own_run: Write into this writer's run rather than a child run (keyword only). Default
+            ``False``.
+        name: tensorboardX's name for ``run_name`` (keyword, or tensorboardX's third argument).
+            Default ``None``.
+
+    Raises:
+        TypeError: ``hparam_dict`` or ``metric_dict`` is not a dict; a key is not a str; a value
+            of another type (a list, a dict); a metric that is not a number; a domain list whose
+            values are not of their hyper-parameter's type.
+        ValueError: ``run_name`` would leave ``log_dir`` (``".."``, an absolute path); both
+            ``run_name`` and ``name``, or ``run_name`` with ``own_run=True``; a domain names no
+            hyper-parameter; an int beyond 2**53 (not exact as float64).
+
+    Example:
+        >>> from tallyboard import SummaryWriter
+        >>> with SummaryWriter("runs/hparams") as writer:
+        ...     for i, lr in enumerate([0.1, 0.01, 0.001]):
+        ...         accuracy = 0.9 - abs(lr - 0.01)  # your trial's result
+        ...         writer.add_hparams(
+        ...             {"lr": lr, "batch": 64, "augment": True},
+        ...             {"hparam/accuracy": accuracy},
+        ...             run_name=f"trial{i}",
+        ...         )
     """
     if type(hparam_dict) is not dict:
         raise TypeError(f"hparam_dict must be a dict, got {type(hparam_dict).__name__}")

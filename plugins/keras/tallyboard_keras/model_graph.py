@@ -33,7 +33,29 @@ def convert(value: Any) -> str:
 def add_keras_model(
     writer: Any, tag: str, model: Any, global_step: Any = None, walltime: Any = None
 ) -> None:
-    """Log ``model``'s config under ``tag``; TensorBoard's GRAPHS tab draws it (conceptual graph)."""
+    """Log a Keras model's structure, drawn by the GRAPHS tab as its conceptual graph.
+
+    Writes the model's JSON config as Keras's TensorBoard callback does (a string tensor with
+    the ``graph_keras_model`` plugin's metadata), without TensorFlow. torch's writer has no such
+    method.
+
+    Args:
+        tag: The graph's name, a str (Keras writes ``"keras"``).
+        model: A Keras model (its ``to_json()`` is written) or such a JSON config as a str.
+        global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+        walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+    Raises:
+        TypeError: ``model`` has no ``to_json`` and is not a str.
+        ValueError: The text is not JSON, or not a JSON object.
+
+    Example:
+        >>> import json
+        >>> from tallyboard import SummaryWriter
+        >>> config = {"class_name": "Sequential", "config": {"name": "tiny", "layers": []}}
+        >>> with SummaryWriter("runs/keras_model") as writer:
+        ...     writer.add_keras_model("keras", json.dumps(config), 0)
+    """
     writer.emit("keras_model", tag, convert(model), global_step, walltime)
 
 

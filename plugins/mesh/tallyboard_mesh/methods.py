@@ -87,7 +87,41 @@ def add_mesh(
     global_step: Any = None,
     walltime: Any = None,
 ) -> None:
-    """Log a point cloud or mesh: values ``<tag>_VERTEX``, ``<tag>_FACE``, ``<tag>_COLOR``."""
+    """Log a 3D point cloud or triangle mesh, shown in the MESH tab (rotatable).
+
+    Written as torch writes it: up to three tensors, tagged ``<tag>_VERTEX``, ``<tag>_FACE`` and
+    ``<tag>_COLOR``, each ``[B, N, 3]`` float32 (a batch of B meshes of N vertices) with the
+    mesh plugin's metadata. Without ``faces`` the vertices are drawn as points.
+
+    Args:
+        tag: The mesh's name, a str.
+        vertices: ``[B, N, 3]`` real numbers: the x, y, z of N vertices for each of B meshes.
+        colors: ``[B, N, 3]`` RGB in 0..255, one per vertex. Default ``None`` (the tab's own
+            colour).
+        faces: ``[B, F, 3]`` vertex indices (whole numbers in ``[0, N)``), three per triangle.
+            Default ``None`` (a point cloud).
+        config_dict: The three.js settings the tab passes on (camera, lights, material), a
+            JSON-serializable dict. Default ``None`` (``{}``).
+        global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+        walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+    Raises:
+        TypeError: An array is not real numbers (a str ``vertices`` beside a non-str ``tag``:
+            the message says they look swapped); ``config_dict`` is not a JSON-serializable
+            dict.
+        ValueError: An array is not ``[B, N, 3]`` (for ``(N, 3)`` the message suggests
+            ``vertices[None]``, for ``[B, 3, N]`` the transpose); ``colors`` not one per vertex
+            or outside 0..255; ``faces`` of another batch size or not vertex indices.
+
+    Example:
+        >>> import numpy as np
+        >>> from tallyboard import SummaryWriter
+        >>> vertices = np.array([[[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]], dtype=float)
+        >>> faces = np.array([[[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]]])
+        >>> colors = np.array([[[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0]]])
+        >>> with SummaryWriter("runs/mesh") as writer:
+        ...     writer.add_mesh("tetrahedron", vertices, colors=colors, faces=faces)
+    """
     try:
         mesh = make_mesh(vertices, colors, faces, config_dict)
     except TypeError:

@@ -34,7 +34,44 @@ def add_scalar(
     new_style: bool = False,
     double_precision: bool = False,
 ) -> None:
-    """Log one number under ``tag`` (torch's signature)."""
+    """Log one number under ``tag`` at ``global_step``: a point of a line in the SCALARS tab.
+
+    The value is written as torch writes it, a 32-bit float (``simple_value``), so TensorBoard
+    shows the same chart for the same calls. ``new_style=True`` writes it as a rank-0 tensor
+    instead (TensorBoard loads it through the scalars plugin alike), and with
+    ``double_precision=True`` that tensor keeps all 64 bits. NaN and infinities are written as
+    they are. The call checks and queues the value; a background thread writes it (see
+    :meth:`flush`).
+
+    Args:
+        tag: The chart's name, a str such as ``"loss/train"`` (TensorBoard groups charts by the
+            part before the first ``/``). Written as given.
+        scalar_value: One number: a Python int, float or bool (``True`` is 1.0), a NumPy scalar,
+            or an array or tensor (any device) holding exactly one element, of any shape.
+        global_step: The x position of the point: an int within int64 (Python, NumPy or a 0-d
+            integer tensor). Default ``None`` writes no step, which TensorBoard reads as 0.
+            Unlike torch, which truncates a float step (2.7 becomes 2), a float is a TypeError.
+        walltime: The point's time in seconds since the epoch, a finite number. Default
+            ``None``: ``time.time()`` at the call.
+        new_style: Write a rank-0 tensor with the ``scalars`` plugin's metadata instead of a
+            ``simple_value``. Default ``False``.
+        double_precision: With ``new_style=True``, write a float64 tensor (0.1 reads back as
+            exactly 0.1) instead of a float32 one. Ignored otherwise. Default ``False``.
+
+    Raises:
+        TypeError: ``tag`` is not a str (a message says so when tag and value look swapped,
+            ``add_scalar(0.5, "loss")``); ``scalar_value`` is not a number (a str, None, a
+            complex or object array); ``global_step`` is not an int.
+        ValueError: ``scalar_value`` holds more or fewer than one element; ``global_step`` is
+            outside int64; ``walltime`` is not finite; ``tag`` holds a lone surrogate (no
+            UTF-8).
+
+    Example:
+        >>> from tallyboard import SummaryWriter
+        >>> with SummaryWriter("runs/scalar") as writer:
+        ...     for step in range(100):
+        ...         writer.add_scalar("loss/train", 1 / (step + 1), step)
+    """
     if type(scalar_value) is float:
         value = scalar_value
     else:
@@ -59,7 +96,40 @@ def add_scalars(
     global_step: Any = None,
     walltime: Any = None,
 ) -> None:
-    """Log several numbers on one chart: each key becomes the sub-run ``<main_tag>_<key>``."""
+    """Log several numbers at one step, drawn as lines of one chart: one line per key.
+
+    As torch does, each key is its own run: the values go to sub-runs
+    ``<log_dir>/<main_tag>_<key>`` (a ``/`` in ``main_tag`` becomes ``_``), each under the tag
+    ``main_tag``, so TensorBoard draws one chart ``main_tag`` with a line per run ``..._<key>``.
+    The main run gets nothing for ``main_tag``. Every value of one call shares one wall time.
+    The values are also kept in memory for :meth:`export_scalars_to_json` (tensorboardX's),
+    until it is called.
+
+    Args:
+        main_tag: The chart's name, a str; it also names the sub-runs.
+        tag_scalar_dict: ``{key: number}``: one number per line (any value :meth:`add_scalar`
+            takes). A key is a str and ends a folder name (a ``/`` in it nests a folder);
+            nothing is ever created outside ``log_dir``.
+        global_step: The x position of the points: an int within int64. Default ``None`` writes
+            no step (read as 0).
+        walltime: Seconds since the epoch, a finite number, for every value. Default ``None``:
+            ``time.time()`` at the call.
+
+    Raises:
+        TypeError: ``main_tag`` is not a str (a message says so when ``main_tag`` and
+            ``tag_scalar_dict`` look swapped); ``tag_scalar_dict`` is not a dict, a key is not a
+            str or a value is not a number; ``global_step`` is not an int.
+        ValueError: A key or ``main_tag`` cannot be a folder name (a control character such as
+            NUL, a lone surrogate); a value holds more than one element; ``global_step`` is
+            outside int64; ``walltime`` is not finite.
+
+    Example:
+        >>> from tallyboard import SummaryWriter
+        >>> with SummaryWriter("runs/scalars") as writer:
+        ...     for step in range(10):
+        ...         writer.add_scalars("accuracy", {"train": 0.5 + step / 20, "val": 0.5}, step)
+        ... # TensorBoard: one chart "accuracy", runs scalars/accuracy_train and accuracy_val
+    """
     if not isinstance(main_tag, str) and isinstance(tag_scalar_dict, str):
         raise TypeError(
             f"main_tag and tag_scalar_dict look swapped: main_tag got {describe(main_tag)} and "

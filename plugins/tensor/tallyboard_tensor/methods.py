@@ -57,7 +57,34 @@ def to_tensor(value: Any, arg: str = "tensor") -> np.ndarray:
 def add_tensor(
     writer: Any, tag: str, tensor: Any, global_step: Any = None, walltime: Any = None
 ) -> None:
-    """Log a whole array under ``tag`` (read back with ``tensor_util.make_ndarray``)."""
+    """Log a whole array under ``tag``; read it back with TensorBoard's
+    ``tensor_util.make_ndarray``.
+
+    TensorBoard has no dashboard for these (``plugin_name`` ``tensor``); :func:`tallyboard.read`
+    with ``kind="tensor"`` and TensorBoard's readers give the array back with its dtype and
+    shape. Unlike torch, which takes torch tensors only, any array works, and float16, bfloat16
+    (stored as the exactly equal float32, since TensorBoard cannot decode bfloat16 without
+    TensorFlow) and uint8 read back right; arrays of str or bytes become string tensors.
+
+    Args:
+        tag: The tensor's name, a str.
+        tensor: Any array of any shape: NumPy, torch (any device), list, ``__array__``/DLPack,
+            of a bool, integer, float (16, 32, 64 bits, bfloat16), complex, str or bytes dtype,
+            at least one element and under 2 GiB (protobuf's limit).
+        global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+        walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+    Raises:
+        TypeError: An unsupported dtype (object, datetime, ...), or a str ``tensor`` beside a
+            non-str ``tag`` (the message says they look swapped).
+        ValueError: ``tensor`` is empty or 2 GiB or more; a str element holds a lone surrogate.
+
+    Example:
+        >>> import numpy as np
+        >>> from tallyboard import SummaryWriter
+        >>> with SummaryWriter("runs/tensor") as writer:
+        ...     writer.add_tensor("confusion", np.array([[50, 2], [3, 45]], dtype=np.int64), 0)
+    """
     try:
         arr = to_tensor(tensor, "tensor")
     except TypeError:

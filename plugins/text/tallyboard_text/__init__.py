@@ -19,7 +19,29 @@ def _convert(value: Any, arg: str = "value") -> str:
 def add_text(
     writer: Any, tag: str, text_string: str, global_step: Any = None, walltime: Any = None
 ) -> None:
-    """Log a (markdown) string under ``tag``; TensorBoard shows it in the TEXT tab."""
+    """Log a piece of text, shown in the TEXT tab and rendered as Markdown.
+
+    Written as torch writes it: a string tensor under the tag ``<tag>/text_summary``, the name
+    the TEXT tab lists. TensorBoard renders Markdown, so a single newline does not break a line
+    (end a line with two spaces, or leave an empty line), and pipe tables render as tables.
+
+    Args:
+        tag: The text's name, a str (written as ``<tag>/text_summary``).
+        text_string: The text, a str (any length, UTF-8).
+        global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+        walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+    Raises:
+        TypeError: ``text_string`` is not a str (torch raises AttributeError); a non-str ``tag``
+            beside a str ``text_string`` gets a message saying the two look swapped.
+        ValueError: The text or tag holds a lone surrogate (it cannot be UTF-8).
+
+    Example:
+        >>> from tallyboard import SummaryWriter
+        >>> with SummaryWriter("runs/text") as writer:
+        ...     writer.add_text("notes", "**lr** 0.1, batch 64  \\nno augmentation", 0)
+        ...     writer.add_text("table", "| epoch | acc |\\n|---|---|\\n| 1 | 0.91 |", 1)
+    """
     if type(tag) is not str or type(text_string) is not str:
         from tallyboard.faces.hints import raise_if_swapped
 

@@ -43,12 +43,60 @@ def convert(value: Any) -> bytes:
 
 
 def add_event(writer: Any, event: Any, step: Any = None, walltime: Any = None) -> None:
-    """Write a TensorBoard ``Event`` as is, with ``step`` and ``walltime`` set (torch's FileWriter)."""
+    """Write a TensorBoard ``Event`` protobuf as it is, with ``step`` and ``walltime`` set.
+
+    For code that builds TensorBoard protobufs itself and hands them to torch's file writer
+    (``writer.file_writer.add_event(event)``). The event is written to the ``tfevents`` sink as
+    given, with its ``step`` and ``wall_time`` fields set from the arguments; sinks that do not
+    write event files skip it (with a warning naming the sink).
+
+    Args:
+        event: A ``tensorboard.compat.proto.event_pb2.Event`` (any protobuf class named
+            ``Event``: torch's, tensorboardX's) or its serialized bytes.
+        step: The event's step: an int within int64. Default ``None``: the event's own step
+            field, as given.
+        walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+    Raises:
+        TypeError: ``event`` is neither an Event message nor bytes.
+        ValueError: The bytes do not parse as an Event.
+
+    Example:
+        >>> from tensorboard.compat.proto.event_pb2 import Event
+        >>> from tensorboard.compat.proto.summary_pb2 import Summary
+        >>> from tallyboard import SummaryWriter
+        >>> summary = Summary(value=[Summary.Value(tag="loss", simple_value=0.25)])
+        >>> with SummaryWriter("runs/event") as writer:
+        ...     writer.add_event(Event(summary=summary), step=3)
+    """
     writer.emit("event", EVENT_TAG, _message_bytes(event, "Event", "event"), step, walltime)
 
 
 def add_summary(writer: Any, summary: Any, global_step: Any = None, walltime: Any = None) -> None:
-    """Write a TensorBoard ``Summary`` in an Event of its own (torch's FileWriter)."""
+    """Write a TensorBoard ``Summary`` protobuf in an event of its own (torch's FileWriter's).
+
+    Lightning's ``TensorBoardLogger`` calls it through ``writer._get_file_writer()``. The
+    summary is written as given, inside an Event with ``global_step`` and ``walltime``; sinks
+    that do not write event files skip it (with a warning naming the sink).
+
+    Args:
+        summary: A ``tensorboard.compat.proto.summary_pb2.Summary`` (any protobuf class named
+            ``Summary``) or its serialized bytes.
+        global_step: The event's step: an int within int64. Default ``None`` writes no step
+            (read as 0).
+        walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+    Raises:
+        TypeError: ``summary`` is neither a Summary message nor bytes.
+        ValueError: The bytes do not parse as a Summary.
+
+    Example:
+        >>> from tensorboard.compat.proto.summary_pb2 import Summary
+        >>> from tallyboard import SummaryWriter
+        >>> summary = Summary(value=[Summary.Value(tag="loss", simple_value=0.25)])
+        >>> with SummaryWriter("runs/summary") as writer:
+        ...     writer.add_summary(summary, global_step=3)
+    """
     body = _message_bytes(summary, "Summary", "summary")
     writer.emit("event", EVENT_TAG, field_bytes(5, body), global_step, walltime)
 
