@@ -116,12 +116,22 @@ def default_log_dir(comment: str = "") -> str:
 
 
 class FileWriter:
-    """torch's ``FileWriter`` face over a :class:`SummaryWriter` (see ``_get_file_writer``).
+    """torch's ``FileWriter`` over a :class:`SummaryWriter`: what ``writer.file_writer`` gives.
 
-    ``add_event(event, step, walltime)`` and ``add_summary(summary, global_step, walltime)``
-    take TensorBoard protobufs; they are the writer's methods of the same names, which a sink
-    plugin provides (the built-in ``tfevents`` plugin does). ``flush``, ``close`` and
-    ``get_logdir`` are the writer's.
+    Code written for torch's writer internals (Lightning's ``TensorBoardLogger`` calls
+    ``writer._get_file_writer().add_summary(summary, step)``) keeps working: ``add_event`` and
+    ``add_summary`` take TensorBoard protobufs and are the writer's methods of the same names;
+    ``flush``, ``close`` and ``get_logdir`` are the writer's too.
+
+    Args:
+        writer: The writer whose sinks receive the protobufs.
+
+    Example:
+        >>> from tensorboard.compat.proto.summary_pb2 import Summary
+        >>> from tallyboard import SummaryWriter
+        >>> with SummaryWriter("runs/file_writer") as writer:
+        ...     summary = Summary(value=[Summary.Value(tag="loss", simple_value=0.5)])
+        ...     writer.file_writer.add_summary(summary, 1)
     """
 
     __slots__ = ("writer",)
@@ -130,40 +140,110 @@ class FileWriter:
         self.writer = writer
 
     def add_event(self, event: Any, step: Any = None, walltime: Any = None) -> None:
+        """Write a TensorBoard ``Event`` as is: :meth:`SummaryWriter.add_event`."""
         self.writer.add_event(event, step, walltime)
 
     def add_summary(self, summary: Any, global_step: Any = None, walltime: Any = None) -> None:
+        """Write a TensorBoard ``Summary`` in its own event: :meth:`SummaryWriter.add_summary`."""
         self.writer.add_summary(summary, global_step, walltime)
 
     def get_logdir(self) -> str:
-        return self.writer._dir  # a str, as torch's FileWriter gives
+        """The run's directory as a str (torch's FileWriter gives a str)."""
+        return self.writer._dir
 
     def flush(self) -> None:
+        """:meth:`SummaryWriter.flush`."""
         self.writer.flush()
 
     def close(self) -> None:
+        """:meth:`SummaryWriter.close`."""
         self.writer.close()
 
 
 class SummaryWriter(WriterMethods):
-    """Write training logs that TensorBoard (and other sinks) can read.
+    """Log what a model does while it trains, for TensorBoard: torch's ``SummaryWriter``'s calls.
 
-    Same constructor as torch's; ``log_dir`` may be an fsspec URL (``s3://bucket/run``).
-    ``sinks`` (keyword only) chooses where records go: sink names (``["tfevents", "csv"]``) or
-    URLs (``"csv+s3://bucket/run"``, see :func:`parse_sinks`); the default writes TensorBoard
-    event files. ``sink_errors`` says what a failing sink does: ``"raise"`` (the error reaches
-    the caller) or ``"warn"`` (one warning naming the sink, which is then dropped, and the other
-    sinks go on). The default is ``"raise"`` with one sink and ``"warn"`` with several.
+    Make a writer for a run directory, call its ``add_*`` methods in the training loop, and
+    close it (``with`` does). ``tensorboard --logdir runs`` then shows every run under ``runs``:
 
-    In a distributed job (rank from ``torch.distributed``, else torchrun/Slurm/Open MPI variables)
-    ``ranks`` chooses who writes: ``"zero"`` (default: rank 0 only; other ranks validate every
-    ``add_*`` and write nothing), ``"each"`` (sub-run ``rank_<k>/`` per rank) or ``"all"`` (one
-    run, tags end in ``/rank_<k>``). ``reduce`` (``"mean"``, ``"sum"``, ``"min"``, ``"max"``, or a
-    dict ``{tag: op}`` with ``"*"`` for the rest) makes scalars one value per step for the whole
-    job: they are buffered and reduced across ranks in one batch at :meth:`sync`, which
-    :meth:`flush` and :meth:`close` call too; every rank must then call them the same number of
-    times. A rank that does not reach them within ``sync_timeout`` seconds gives the others a
-    :class:`~tallyboard.ranks.reduce.RankSyncError`. DataLoader worker processes never write.
+        >>> from tallyboard import SummaryWriter
+        >>> with SummaryWriter("runs/exp1") as writer:
+        ...     for step in range(100):
+        ...         writer.add_scalar("loss/train", 1 / (step + 1), step)
+        ...     writer.add_text("notes", "first try", 0)
+
+    One method per thing to log: :meth:`add_scalar` (a point of a line), :meth:`add_scalars`
+    (lines on one chart), :meth:`add_histogram`, :meth:`add_image`, :meth:`add_images`,
+    :meth:`add_figure`, :meth:`add_video`, :meth:`add_audio`, :meth:`add_text`,
+    :meth:`add_pr_curve`, :meth:`add_mesh`, :meth:`add_embedding`, :meth:`add_graph`,
+    :meth:`add_hparams`, :meth:`add_custom_scalars`, :meth:`add_tensor`, and :meth:`add_value`
+    for any kind an installed plugin adds. Each takes torch's arguments, checks them in the call
+    (a ``TypeError``/``ValueError`` naming the argument, and the fix where one is likely),
+    copies the data and queues it; a background thread writes it, so a call costs microseconds.
+    :meth:`flush` returns once everything accepted is written, :meth:`close` also closes the
+    files, and whatever is still queued at interpreter exit is written.
+
+    TensorBoard shows the same for the same calls as for torch's writer. What differs, on
+    purpose: event files are created exclusively (two writers never share one), a forked child
+    writes its own file and never hangs, an I/O error (disk full) is raised once from the next
+    call, no tag, key or run name can write outside ``log_dir``, a float ``global_step`` or a
+    non-finite ``walltime`` is an error, images take integers as 0..255, and ``add_video`` needs
+    no moviepy.
+
+    Args:
+        log_dir: The run's directory: a path, or an fsspec URL (``s3://bucket/runs/exp1``,
+            ``memory://...``). Created if missing; files already there are never truncated.
+            Default ``None``: ``runs/<Mon><DD>_<HH>-<MM>-<SS>_<hostname><comment>``, as torch.
+            ``.log_dir`` keeps it as given (a ``Path`` stays a ``Path``).
+        comment: Appended to the default ``log_dir``'s name; ignored when ``log_dir`` is given
+            (as in torch). No path separator. Default ``""``.
+        purge_step: Start this run again from this step: TensorBoard drops the points of an
+            earlier session at or after it (a restarted job resumed at step ``purge_step``).
+            Applied to the first file only. Default ``None``.
+        max_queue: How many records may wait before the background thread writes them, an int >=
+            1. Default ``10``. (Memory waiting to be written is also bounded, 64 MiB by default:
+            beyond it the caller waits for the disk.)
+        flush_secs: The longest an accepted record stays unwritten, in seconds, a number > 0.
+            Default ``120``.
+        filename_suffix: Appended to the event file's name, without path separators. Default
+            ``""``.
+        write_to_disk: ``False`` checks every call and writes nothing (tensorboardX's option,
+            handy on non-zero ranks). Default ``True``.
+        logdir: tensorboardX's name for ``log_dir`` (keyword only); give one of the two.
+        sinks: Where records go (keyword only): sink names such as ``["tfevents", "csv"]`` (the
+            same values as TensorBoard files and ``scalars.csv``), or ``"<sink>+<url>"`` for a
+            sink writing elsewhere (``"csv+s3://bucket/run"``). ``tallyboard plugins`` lists the
+            installed sinks. Default ``None``: ``["tfevents"]``.
+        sink_errors: What a failing sink does (keyword only): ``"raise"`` (its error reaches the
+            caller) or ``"warn"`` (one warning naming the sink, which is then dropped while the
+            others go on). Default ``None``: ``"raise"`` with one sink, ``"warn"`` with several.
+        ranks: In a ``torch.distributed`` job (or under torchrun, Slurm, Open MPI), who writes
+            (keyword only): ``"zero"`` (rank 0; the others check calls and write nothing),
+            ``"each"`` (a sub-run ``rank_<k>`` per rank) or ``"all"`` (one run, tags ending in
+            ``/rank_<k>``). Default ``None``: ``"zero"``. DataLoader workers never write.
+        reduce: Make scalars one value per step for the whole job (keyword only, with
+            ``ranks="zero"``): ``"mean"``, ``"sum"``, ``"min"``, ``"max"``, or ``{tag: op}``
+            with ``"*"`` for the other tags. Values are reduced in one batch at :meth:`sync`,
+            which :meth:`flush` and :meth:`close` call: every rank must call them equally often.
+            Default ``None``.
+        sync_timeout: Seconds a rank waits for the others at :meth:`sync` before raising
+            :class:`~tallyboard.ranks.reduce.RankSyncError` (keyword only). Default ``60``.
+
+    Raises:
+        TypeError: An argument has the wrong type (``log_dir`` not a str or path, ``sinks`` not
+            a list of str, ...).
+        ValueError: ``log_dir`` and ``logdir`` both given; ``comment`` or ``filename_suffix``
+            holds a path separator; an unknown or repeated sink; an unknown ``sink_errors``,
+            ``ranks`` or ``reduce``; ``reduce`` with ``ranks`` other than ``"zero"``;
+            ``max_queue`` < 1; ``flush_secs`` or ``sync_timeout`` not > 0.
+        OSError: The directory or the first file cannot be created.
+
+    Example:
+        >>> from tallyboard import SummaryWriter
+        >>> writer = SummaryWriter("runs/exp2", sinks=["tfevents", "csv"])
+        >>> for step in range(10):
+        ...     writer.add_scalar("loss", 1 / (step + 1), step)
+        >>> writer.close()  # runs/exp2 holds an event file and scalars.csv
     """
 
     def __init__(
@@ -315,12 +395,25 @@ class SummaryWriter(WriterMethods):
         self._registry.call_lifecycle("writer_opened", self)
 
     def get_logdir(self) -> Any:
-        """The directory this writer writes to, as given."""
+        """The run's directory, as given to the constructor (a ``Path`` stays a ``Path``).
+
+        Returns:
+            ``log_dir`` as given, or the default ``runs/...`` name the writer chose; with
+            ``ranks="each"``, the rank's sub-run ``<log_dir>/rank_<k>``.
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/logdir") as writer:
+            ...     print(writer.get_logdir())
+            runs/logdir
+        """
         return self.log_dir
 
     @property
     def writes(self) -> bool:
-        """False on a rank (or DataLoader worker) that validates ``add_*`` calls and writes nothing."""
+        """Whether this writer writes: False on a rank that only checks calls (``ranks="zero"`` on a
+        non-zero rank, ``write_to_disk=False``) and in a DataLoader worker process.
+        """
         return self._plan.writes
 
     def _route_emit(self) -> None:
@@ -334,7 +427,20 @@ class SummaryWriter(WriterMethods):
             self.emit = functools.partial(_emit_reduced, self, self.emit)  # type: ignore[method-assign]
 
     def rank_sync(self) -> distributed.RankSync:
-        """The buffer of values this writer reduces across ranks at :meth:`sync` (made on demand)."""
+        """The buffer of values this writer reduces across ranks at :meth:`sync` (made on demand).
+
+        Used by :class:`~tallyboard.monitor.TensorboardEventHandler` with ``across_ranks=True``;
+        most code never calls it.
+
+        Returns:
+            The writer's :class:`~tallyboard.ranks.reduce.RankSync`.
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/rank_sync") as writer:
+            ...     print(type(writer.rank_sync()).__name__)
+            RankSync
+        """
         if self._rank_sync is None:
             self._rank_sync = distributed.RankSync(None, self._sync_timeout)
         return self._rank_sync
@@ -342,9 +448,20 @@ class SummaryWriter(WriterMethods):
     def sync(self) -> None:
         """Reduce the values buffered since the last sync across ranks; rank 0 writes them.
 
-        Every rank must call it (``flush()`` and ``close()`` do): a one-number ``all_reduce`` and
-        one ``gather``, however many values. Without ``reduce=`` (and no cross-rank Stat handler)
-        this does nothing.
+        Only with ``reduce=`` (or a Stat handler with ``across_ranks=True``); otherwise it does
+        nothing. Every rank must call it the same number of times (:meth:`flush` and :meth:`close`
+        do): it costs one ``all_reduce`` of one number and one ``gather``, however many values.
+
+        Raises:
+            tallyboard.ranks.reduce.RankSyncError: A rank did not arrive within ``sync_timeout``
+            seconds (no later sync is tried), the ranks synced different writers at once, or a
+            launcher says there are several ranks but torch.distributed has no process group.
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/sync", reduce="mean") as writer:  # one process: rank 0
+            ...     writer.add_scalar("loss", 0.5, 0)
+            ...     writer.sync()  # the mean over ranks of step 0's loss is written now
         """
         if self._rank_sync is None:
             return
@@ -366,14 +483,32 @@ class SummaryWriter(WriterMethods):
 
     @property
     def file_writer(self) -> FileWriter | None:
-        """torch's public attribute: the :class:`FileWriter` of this run, None once closed
-        (an ``add_*`` or ``_get_file_writer()`` after ``close()`` opens a new one)."""
+        """torch's public attribute: the run's :class:`FileWriter`, None once closed.
+
+        An ``add_*`` call or ``_get_file_writer()`` after :meth:`close` opens a new one.
+        """
         return self._file_writer
 
     def export_scalars_to_json(self, path: str | os.PathLike[str]) -> None:
-        """tensorboardX's: write every value ``add_scalars`` logged since the last export to
-        ``path`` as JSON, ``{"<log_dir>/<main_tag>/<key>": [[wall_time, step, value], ...]}``,
-        and forget them (they stay in the event files)."""
+        """Write every value :meth:`add_scalars` logged since the last export to ``path``, as JSON.
+
+        tensorboardX's method, with its format: ``{"<log_dir>/<main_tag>/<key>": [[wall_time, step,
+        value], ...]}``. The values were kept in memory since they were logged; once written they
+        are forgotten (they stay in the event files), so memory does not grow between exports.
+
+        Args:
+            path: The JSON file to write (str or ``os.PathLike``), replaced if it exists.
+
+        Raises:
+            TypeError: ``path`` is not a str or path.
+            OSError: The file cannot be written.
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/export") as writer:
+            ...     writer.add_scalars("acc", {"train": 0.9, "val": 0.8}, 0)
+            ...     writer.export_scalars_to_json("runs/export/scalars.json")
+        """
         import json
 
         if not isinstance(path, (str, os.PathLike)):
@@ -383,7 +518,25 @@ class SummaryWriter(WriterMethods):
         self.scalar_dict = {}
 
     def flush(self) -> None:
-        """Return once everything accepted so far (sub-runs included) is written."""
+        """Return once everything accepted so far is written (sub-runs included).
+
+        Waits for the background thread to write every queued record and flushes the files, so a
+        reader (TensorBoard, :func:`tallyboard.read`) sees them. Does nothing after :meth:`close`.
+        With ``reduce=`` it first calls :meth:`sync`, so every rank must call it.
+
+        Raises:
+            OSError: A write failed since the last call (disk full, file too large): raised once,
+                with its own type; the records written before it stay readable.
+
+        Example:
+            >>> from tallyboard import SummaryWriter, read
+            >>> writer = SummaryWriter("runs/flush")
+            >>> writer.add_scalar("loss", 0.25, 0)
+            >>> writer.flush()  # now on disk: read() sees it
+            >>> float(read("runs/flush")["value"].iloc[0])
+            0.25
+            >>> writer.close()
+        """
         self.sync()
         if self._closed:
             return
@@ -396,7 +549,23 @@ class SummaryWriter(WriterMethods):
         _raise_first(errors)
 
     def close(self) -> None:
-        """Flush and close every file; idempotent. ``add_*`` afterwards opens new files."""
+        """Flush and close every file (sub-runs included) and release the thread; idempotent.
+
+        Afterwards ``file_writer`` is None, and an ``add_*`` call opens a new event file in the same
+        directory (as torch does; nothing is truncated). ``with SummaryWriter(...) as writer:``
+        calls it on leaving the block. With ``reduce=`` it first calls :meth:`sync` once.
+
+        Raises:
+            OSError: A write failed (disk full, file too large); the files are released all the
+                same.
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> writer = SummaryWriter("runs/close")
+            >>> writer.add_scalar("loss", 0.25, 0)
+            >>> writer.close()
+            >>> writer.close()  # a second close does nothing
+        """
         sync = self._rank_sync
         try:
             if sync is not None and not sync.closed:  # a second close() is no collective
@@ -450,7 +619,30 @@ class SummaryWriter(WriterMethods):
         global_step: Any = None,
         walltime: Any = None,
     ) -> None:
-        """Send one validated payload of ``kind`` to every sink: the end of every ``add_*``."""
+        """Send one checked payload of ``kind`` to every sink: where every ``add_*`` method ends.
+
+        For plugin authors: a kind's method converts its input into its payload, then calls this;
+        each sink gets the payload through the encoder registered for (kind, sink), now or, for a
+        heavy kind, on the writer's thread. A sink with no encoder for the kind is skipped with one
+        warning. Users call :meth:`add_value` instead.
+
+        Args:
+            kind: A registered kind's name, such as ``"scalar"``.
+            tag: The tag, a str.
+            payload: What the kind's ``convert`` returns (already checked).
+            global_step: An int within int64, or None (no step). Default ``None``.
+            walltime: Seconds since the epoch, finite, or None (now). Default ``None``.
+
+        Raises:
+            TypeError: ``tag`` is not a str, ``global_step`` not an int.
+            ValueError: ``global_step`` outside int64, ``walltime`` not finite; an unknown kind.
+            OSError: A sink failed to write (with ``sink_errors="raise"``).
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/emit") as writer:
+            ...     writer.emit("scalar", "loss", 0.25, 0)  # what add_scalar("loss", 0.25, 0) does
+        """
         if type(tag) is not str or tag not in _valid_tags:
             tag = check_tag(tag)
             if len(_valid_tags) < 100_000:
@@ -482,7 +674,33 @@ class SummaryWriter(WriterMethods):
     def add_value(
         self, kind: str, tag: str, value: Any, global_step: Any = None, walltime: Any = None
     ) -> None:
-        """Log ``value`` as data kind ``kind`` (the same kinds ``add_*`` methods log)."""
+        """Log ``value`` as data kind ``kind``: any kind by name, including those of other plugins.
+
+        ``writer.add_value("histogram", "w", values, 3)`` does what ``writer.add_histogram("w",
+        values, 3)`` does; a third-party plugin's kind needs no method of its own. ``tallyboard
+        plugins`` lists the installed kinds. The value takes the form the kind's ``convert``
+        accepts: for the built-in kinds, what the ``add_*`` method takes as its value.
+
+        Args:
+            kind: The kind's name: ``"scalar"``, ``"histogram"``, ``"image"``, ``"text"``,
+                ``"audio"``, ``"tensor"``, ``"pr_curve"``, ``"mesh"``, ... or a plugin's.
+            tag: The tag, a str.
+            value: The value to log.
+            global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            ValueError: No installed plugin provides ``kind`` (the message lists those that do), or
+                the value is out of range for it.
+            TypeError: The value has the wrong type for the kind.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/add_value") as writer:
+            ...     writer.add_value("scalar", "lr", 0.1, global_step=0)
+            ...     writer.add_value("histogram", "weights", np.random.randn(100), 0)
+        """
         k = self._registry.kind(kind)
         if k.log is not None:
             k.log(self, tag, value, global_step, walltime)
@@ -490,7 +708,27 @@ class SummaryWriter(WriterMethods):
             self.emit(k.name, tag, k.convert(value), global_step, walltime)
 
     def child(self, run: str, *, arg: str = "run") -> SummaryWriter:
-        """The writer of sub-run ``run`` (a path relative to this log_dir, validated)."""
+        """The writer of sub-run ``<log_dir>/<run>``, a run of its own, closed with this writer.
+
+        ``add_scalars`` and ``add_hparams`` write through such writers; the same ``run`` gives the
+        same writer until it is closed. It has this writer's sinks, ``max_queue`` and
+        ``flush_secs``.
+
+        Args:
+            run: A path relative to ``log_dir`` that stays inside it (``"val"``, ``"a/b"``).
+            arg: The argument name error messages use for ``run``. Default ``"run"``.
+
+        Returns:
+            The sub-run's :class:`SummaryWriter`.
+
+        Raises:
+            ValueError: ``run`` is empty, absolute, holds ``..`` or a control character.
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/child") as writer:
+            ...     writer.child("val").add_scalar("loss", 0.3, 0)  # run runs/child/val
+        """
         rel = paths.safe_relpath(run, arg)
         with self._lock:
             child = self._children.get(rel)

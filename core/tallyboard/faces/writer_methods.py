@@ -1004,8 +1004,7 @@ class WriterMethods:
     def add_tensor(
         self, tag: str, tensor: Any, global_step: Any = None, walltime: Any = None
     ) -> None:
-        """Log a whole array under ``tag``; read it back with TensorBoard's
-        ``tensor_util.make_ndarray``.
+        """Log a whole array under ``tag``, to read back later with its dtype and shape.
 
         TensorBoard has no dashboard for these (``plugin_name`` ``tensor``); :func:`tallyboard.read`
         with ``kind="tensor"`` and TensorBoard's readers give the array back with its dtype and

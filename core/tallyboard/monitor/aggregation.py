@@ -6,10 +6,22 @@ import enum
 
 
 class Aggregation(enum.Enum):
-    """An aggregation a :class:`~tallyboard.monitor.Stat` computes over each window.
+    """What a :class:`Stat` computes over each window: VALUE, MEAN, COUNT, SUM, MAX or MIN.
 
-    Same names, order and ``.value`` numbers as ``torch.monitor.Aggregation``. Unlike torch,
-    ``VALUE`` works: it is the last value added in the window (event key ``"<name>.value"``).
+    The names, order and ``.value`` numbers are torch.monitor's (VALUE 0, MEAN 2, COUNT 3, SUM
+    4, MAX 5, MIN 6), and so are ``repr``, ``str`` and equality. In event data each appears in
+    lower case: ``"<stat name>.mean"``. ``VALUE`` is the last value added in the window; in
+    torch it is silently ignored (it never appears in events). Being an ``enum.Enum``,
+    ``Aggregation(4) is Aggregation.SUM`` and ``Aggregation["SUM"]`` work, and numbers without a
+    member (1, 7) are a ValueError. The members are also the module's constants ``VALUE``,
+    ``MEAN``, ... .
+
+    Example:
+        >>> from tallyboard.monitor import Aggregation
+        >>> [a.name for a in Aggregation]
+        ['VALUE', 'MEAN', 'COUNT', 'SUM', 'MAX', 'MIN']
+        >>> Aggregation.SUM.value
+        4
     """
 
     VALUE = 0

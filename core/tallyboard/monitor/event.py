@@ -87,10 +87,36 @@ def _check_timestamp(timestamp: object) -> datetime:
 
 
 class Event:
-    """A named, timestamped set of values handed to every registered event handler.
+    """A named, timestamped set of values, handed to every registered event handler.
 
-    ``data`` is copied on construction and on every read. Events compare by value, are
-    unhashable, print readably and pickle (torch's do none of these).
+    A :class:`Stat` makes one per window (named :data:`STAT_EVENT`); your code may make its own
+    and pass it to :func:`log_event`. ``data`` is copied when the Event is made and on every
+    read of :attr:`data`, so changing a dict afterwards changes nothing (as in torch). The three
+    attributes may be reassigned, with the same checks. Unlike torch's, Events compare by value,
+    are unhashable, print readably and can be pickled or copied (to send them between
+    processes); ``timestamp`` is kept as given, time zone included (torch reinterprets it as
+    local time); a bool stays a bool (torch makes it 1.0), and NumPy scalars become int, float
+    or bool.
+
+    Args:
+        name: The event's name, a str (bytes are decoded as UTF-8, as torch does).
+        timestamp: When it happened, a ``datetime.datetime`` (naive or aware).
+        data: A mapping (dict, ``MappingProxyType``, ...) of str keys to str, float, int (within
+            int64) or bool values, or NumPy scalars of those kinds.
+
+    Raises:
+        TypeError: ``name`` is not a str; ``timestamp`` is not a ``datetime`` (a ``date``, a
+            number or a str); ``data`` is not a mapping, a key is not a str, or a value is of
+            another type (list, None, bytes, a tensor): the message names the key.
+        ValueError: An int value beyond int64; ``name`` or a key holds a lone surrogate.
+
+    Example:
+        >>> from datetime import datetime
+        >>> from tallyboard.monitor import Event, log_event
+        >>> event = Event("saved", datetime(2024, 1, 2, 3, 4, 5), {"epoch": 3})
+        >>> event
+        Event(name='saved', timestamp=datetime.datetime(2024, 1, 2, 3, 4, 5), data={'epoch': 3})
+        >>> log_event(event)  # every registered handler gets it
     """
 
     __slots__ = ("_name", "_timestamp", "_data", "__weakref__")
@@ -111,7 +137,7 @@ class Event:
 
     @property
     def name(self) -> str:
-        """The event's name (``STAT_EVENT`` for events from a Stat)."""
+        """The event's name (:data:`STAT_EVENT` for events a :class:`Stat` emits)."""
         return self._name
 
     @name.setter
@@ -120,7 +146,7 @@ class Event:
 
     @property
     def timestamp(self) -> datetime:
-        """When the event happened, as given (tzinfo kept)."""
+        """When the event happened: the ``datetime`` given, time zone kept."""
         return self._timestamp
 
     @timestamp.setter
@@ -129,7 +155,7 @@ class Event:
 
     @property
     def data(self) -> dict[str, str | float | int | bool]:
-        """A fresh copy of the event's values."""
+        """A fresh copy of the event's values, ``{str: str | float | int | bool}``."""
         return self._data.copy()
 
     @data.setter

@@ -30,9 +30,10 @@ _plugin_lock = threading.RLock()
 
 
 class EventHandlerHandle:
-    """What :func:`register_event_handler` returns; pass it to :func:`unregister_event_handler`.
+    """What :func:`register_event_handler` returns: pass it to :func:`unregister_event_handler`.
 
-    Created only by :func:`register_event_handler`; compares by identity.
+    It cannot be made directly (TypeError) nor pickled, has no public attributes and compares by
+    identity, as in torch.
     """
 
     __slots__ = ("__weakref__",)
@@ -57,7 +58,40 @@ def _publish(entries: tuple[tuple[EventHandlerHandle, Handler], ...]) -> None:
 
 
 def register_event_handler(callback: Handler) -> EventHandlerHandle:
-    """Call ``callback(event)`` for every event logged from now on; returns a new handle."""
+    """Call ``callback(event)`` for every event logged from now on, in registration order.
+
+    Events come from :func:`log_event` and from every :class:`Stat` when a window closes.
+    Handlers are called in the thread that logs the event, with the :class:`Event` as their one
+    argument; what they return is ignored. Every handler receives the event even when an earlier
+    one raises; the first exception then propagates to whoever logged the event. A handler may
+    call back into the API (log events, register or unregister handlers, use any Stat), and
+    events may be logged from many threads at once (torch deadlocks on both). Registering the
+    same callable twice calls it twice. Plugins' handlers (``register_event_handlers`` hook) run
+    before yours.
+
+    Args:
+        callback: Any callable taking one argument: a function, a bound method, a
+            :class:`TensorboardEventHandler`, ``list.append``.
+
+    Returns:
+        A new :class:`EventHandlerHandle` for :func:`unregister_event_handler`.
+
+    Raises:
+        TypeError: ``callback`` is not callable (None included; torch accepts None and then
+            fails at every event).
+
+    Example:
+        >>> from datetime import datetime
+        >>> from tallyboard.monitor import (
+        ...     Event, log_event, register_event_handler, unregister_event_handler
+        ... )
+        >>> seen = []
+        >>> handle = register_event_handler(lambda event: seen.append(event.name))
+        >>> log_event(Event("hello", datetime.now(), {}))
+        >>> seen
+        ['hello']
+        >>> unregister_event_handler(handle)
+    """
     if not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     handle = _new_handle()
@@ -67,7 +101,25 @@ def register_event_handler(callback: Handler) -> EventHandlerHandle:
 
 
 def unregister_event_handler(handler: EventHandlerHandle | None) -> None:
-    """Remove the registration ``handler`` stands for; a no-op if it is gone already or None."""
+    """Remove the registration ``handler`` stands for; the other handlers keep their order.
+
+    A handle that is no longer registered (a second unregister) or None does nothing; torch
+    instead removes the last registered handler, or crashes when none is left. An event being
+    dispatched when it is called still reaches the handler: changes apply to later events.
+
+    Args:
+        handler: What :func:`register_event_handler` returned, or None.
+
+    Raises:
+        TypeError: ``handler`` is not an :class:`EventHandlerHandle` (a callback instead of its
+            handle, say).
+
+    Example:
+        >>> from tallyboard.monitor import register_event_handler, unregister_event_handler
+        >>> handle = register_event_handler(print)
+        >>> unregister_event_handler(handle)
+        >>> unregister_event_handler(handle)  # already gone: nothing happens
+    """
     if handler is None:
         return
     if type(handler) is not EventHandlerHandle:
@@ -81,10 +133,23 @@ def unregister_event_handler(handler: EventHandlerHandle | None) -> None:
 
 
 def log_event(event: Event) -> None:
-    """Hand ``event`` to every registered handler, in registration order.
+    """Hand ``event`` to every registered handler, in registration order, in this thread.
 
-    Every handler receives the event even if an earlier one raises; afterwards the first
-    exception propagates, with the later ones attached as notes.
+    Without handlers it does nothing. Every handler gets the same Event object. When handlers
+    raise, every handler still receives the event, then the first exception propagates, with the
+    later ones attached as notes.
+
+    Args:
+        event: An :class:`Event`.
+
+    Raises:
+        TypeError: ``event`` is not an :class:`Event`.
+        Exception: The first exception a handler raised.
+
+    Example:
+        >>> from datetime import datetime
+        >>> from tallyboard.monitor import Event, log_event
+        >>> log_event(Event("epoch_end", datetime.now(), {"epoch": 1}))
     """
     if not isinstance(event, Event):
         raise TypeError(f"event must be a tallyboard.monitor.Event, got {type(event).__name__}")

@@ -38,6 +38,34 @@ _UNREACHABLE = 2**62
 FOLD_NS = 4_000_000
 _MS = 1_000_000
 
+#: ``Stat.add``'s documentation: the slot's (``help(Stat)``) and each Stat's closure's.
+_ADD_DOC = """Add one number to the Stat's current window.
+
+Cheap: a clock comparison and an append in the common case. If the value falls in a later
+window than the open one, the open window is closed first and its event dispatched (the
+value then opens the new window); if it is the ``max_samples``-th value of its window, the
+window closes with it. Handlers run in this call, after the Stat's state is updated; a
+handler's exception propagates from here once every handler had the event.
+
+Args:
+    v: A number: int, float, bool (1.0/0.0), a NumPy scalar or a 0-d tensor (anything
+        ``float()`` takes but text). NaN and infinities are taken as they are.
+
+Raises:
+    TypeError: ``v`` is a str, bytes, None, a list or a multi-element array.
+    ValueError: The Stat is closed.
+
+Example:
+    >>> from datetime import timedelta
+    >>> from tallyboard.monitor import Aggregation, Stat
+    >>> stat = Stat("loss", [Aggregation.SUM, Aggregation.COUNT], timedelta(days=1))
+    >>> for v in [0.5, 0.25]:
+    ...     stat.add(v)
+    >>> stat.count
+    2
+    >>> stat.close()
+"""
+
 _live: weakref.WeakSet[Stat] = weakref.WeakSet()
 _exit_hook_lock = threading.Lock()
 _exit_hook_registered = False
@@ -283,23 +311,70 @@ def _build(name: str, plan: _Plan, wms: int, max_samples: int) -> Closures:
         nonlocal lock
         lock = threading.Lock()
 
+    add.__doc__ = locked_add.__doc__ = _ADD_DOC
     return (add if lockfree else locked_add), count, get, close, reinit
 
 
 class Stat:
-    """Aggregate values over fixed time windows; each window with data emits one event.
+    """Aggregate values over fixed time windows; each window that got values emits one event.
 
-    ``Stat(name, aggregations, window_size, max_samples=2**63-1)``: ``aggregations`` is a list,
-    tuple or set of :class:`Aggregation`; ``window_size`` a ``timedelta`` or float seconds
-    (at least 1 ms); a window also closes once it holds ``max_samples`` values, and later values
-    in the same time window are dropped. Windows are aligned to the monotonic clock.
+    torch.monitor's ``Stat``: call :attr:`add` as often as you like (it is cheap: no lock in the
+    common case); when a window ends, the Stat hands an :class:`Event` named ``STAT_EVENT`` with
+    ``{"<name>.<aggregation>": value}`` to every registered handler
+    (:func:`register_event_handler`), for example a :class:`TensorboardEventHandler` that writes
+    each value as a scalar. There is no timer thread: a window is closed by the first
+    :attr:`add` that falls in a later window (its value opens the new one), by the add that
+    reaches ``max_samples``, and by :meth:`close` (or leaving a ``with`` block, garbage
+    collection, interpreter exit). A window without values emits nothing. Windows are aligned to
+    multiples of ``window_size`` on the monotonic clock, not to the Stat's creation, as in
+    torch.
 
-    The last window is emitted by :meth:`close`, by leaving a ``with`` block, when the Stat is
-    garbage collected, or at interpreter exit (before writers close).
+    Events are numbered by window, not by training step: a handler sees one event per window.
+    See :class:`TensorboardEventHandler` for writing them at the training step instead.
+
+    What differs from torch: ``Aggregation.VALUE`` works; a window under 1 ms, negative or not
+    finite is a ValueError (torch crashes with SIGFPE on the first add); the last window is
+    emitted at close, garbage collection and interpreter exit (torch loses it at exit); handlers
+    may call back into the Stat, and every handler sees the event even if one raises.
+
+    Args:
+        name: The Stat's name, a str; the event keys are ``"<name>.<aggregation>"``
+            (``"loss.mean"``).
+        aggregations: A list, tuple or set of :class:`Aggregation`: what each event holds (the
+            value, mean, count, sum, max, min of the window's values). Empty is allowed: the
+            events then have no data. Duplicates collapse.
+        window_size: The window's length: a ``datetime.timedelta`` or a float number of seconds
+            (an int is a TypeError, as in torch), truncated to whole milliseconds, at least 1
+            ms.
+        max_samples: The most values a window takes: the add that reaches it closes the window
+            at once, and later adds in the same time window are dropped. Any value <= 1 acts as
+            1. Default ``2**63 - 1`` (no limit).
+
+    Raises:
+        TypeError: ``name`` is not a str; ``aggregations`` is not a list, tuple or set of
+            Aggregation; ``window_size`` is neither a timedelta nor a float; ``max_samples`` is
+            not an int within int64.
+        ValueError: ``window_size`` is under 1 ms, negative or not finite; ``name`` holds a lone
+            surrogate.
+
+    Example:
+        >>> import time
+        >>> from datetime import timedelta
+        >>> from tallyboard.monitor import (
+        ...     Aggregation, Stat, register_event_handler, unregister_event_handler
+        ... )
+        >>> events = []
+        >>> handle = register_event_handler(events.append)
+        >>> with Stat("step_ms", [Aggregation.MEAN, Aggregation.MAX], timedelta(hours=1)) as stat:
+        ...     for ms in [12.0, 15.0, 30.0]:
+        ...         stat.add(ms)
+        >>> events[0].data  # the window closed when the with block ended
+        {'step_ms.mean': 19.0, 'step_ms.max': 30.0}
+        >>> unregister_event_handler(handle)
     """
 
     __slots__ = {
-        "add": "add(v): add a number to the current window (str and bytes are rejected).",
+        "add": _ADD_DOC,
         "_name": "the name",
         "_fns": "closures: (add, count, get, close, reinit)",
         "__weakref__": "",
@@ -330,20 +405,63 @@ class Stat:
 
     @property
     def name(self) -> str:
-        """The name given at construction (event keys are ``"<name>.<aggregation>"``)."""
+        """The name given at construction; event keys are ``"<name>.<aggregation>"``."""
         return self._name
 
     @property
     def count(self) -> int:
-        """Values accepted in the open window so far (as of the last add)."""
+        """How many values the open window has taken, as of the last :attr:`add`.
+
+        0 right after a window closed (including a ``max_samples`` close, while later adds in that
+        time window are being dropped). Time passing does not change it: it is refreshed by the next
+        :attr:`add`.
+        """
         return self._fns[1]()
 
     def get(self) -> dict[Aggregation, float]:
-        """The last closed window's aggregations (all 0.0 before the first close)."""
+        """The aggregations of the last closed window, ``{Aggregation: float}``.
+
+        One entry per aggregation the Stat computes, in declaration order (VALUE, MEAN, COUNT, SUM,
+        MAX, MIN); COUNT is a float too. Everything is 0.0 before the first window closes. Unlike
+        torch, whose docstring speaks of zeros after logging, this returns the closed window's
+        values (what its event carried), and VALUE is the window's last value.
+
+        Returns:
+            A new dict each call.
+
+        Example:
+            >>> from datetime import timedelta
+            >>> from tallyboard.monitor import Aggregation, Stat
+            >>> aggregations = [Aggregation.SUM, Aggregation.MEAN]
+            >>> stat = Stat("x", aggregations, timedelta(days=1), max_samples=3)
+            >>> for v in [1, 2, 3]:
+            ...     stat.add(v)  # the third value closes the window
+            >>> stat.get() == {Aggregation.MEAN: 2.0, Aggregation.SUM: 6.0}
+            True
+            >>> stat.close()
+        """
         return self._fns[2]()
 
     def close(self) -> None:
-        """Emit the open window if it holds values, and refuse further adds. Idempotent."""
+        """Close the open window (emitting its event if it has values) and refuse further adds.
+
+        Idempotent. torch's Stat has no ``close``: it emits the open window when destroyed and loses
+        it at interpreter exit. Here ``with Stat(...) as stat:`` closes on leaving the block, and a
+        Stat still open is closed when garbage collected and at interpreter exit, before any
+        SummaryWriter closes, so its last window reaches the writer.
+
+        Raises:
+            Exception: The first exception a handler raised for the final event (the Stat is closed
+                regardless).
+
+        Example:
+            >>> from datetime import timedelta
+            >>> from tallyboard.monitor import Aggregation, Stat
+            >>> stat = Stat("x", [Aggregation.MAX], timedelta(days=1))
+            >>> stat.add(4.0)
+            >>> stat.close()  # handlers get {"x.max": 4.0}
+            >>> stat.close()  # nothing more
+        """
         self._fns[3](None)
 
     def __enter__(self) -> Stat:

@@ -245,17 +245,49 @@ def convert(
     progress: Callable[[int, int], None] | None = None,
     formats: str | Iterable[str] | None = None,
 ) -> ConvertSummary:
-    """Rewrite every run under ``src`` (a path or fsspec URL) as ``to`` files under ``dst``.
+    """Rewrite every run under ``src`` as ``to`` files under ``dst``, value by value.
 
     A run (a directory of ``src`` holding readable files, ``"."`` for ``src`` itself) becomes
-    ``dst/<run>``, with the same tags, steps and wall times, for every kind the ``to`` sink can
-    encode (``"tfevents"``, ``"mindspore"`` or any installed sink). One source file is held in
-    memory at a time. ``dst`` must be a local directory outside ``src`` holding no file, unless
-    ``force`` (new files are created beside the old, never over them). ``progress``, when
-    given, is called as ``progress(files_done, files_in_all)`` after each file. Returns a
-    :class:`ConvertSummary` counting per kind what was and was not converted, and why.
-    ``formats`` names the source formats to read (by default a run directory holding the same
-    values in several formats is read in one, as :func:`tallyboard.read` does).
+    ``dst/<run>`` with the same tags, steps and wall times, for every kind the ``to`` sink can
+    write: MindSpore summaries to TensorBoard event files (``to="tfevents"``, so TensorBoard
+    shows a MindSpore run) or back (``to="mindspore"``: scalars, images, tensors, histograms),
+    or into any installed sink. What the target cannot hold is counted per kind with the reason,
+    never dropped silently. One source file is in memory at a time.
+
+    Args:
+        src: The log dir to read, a local path or fsspec URL (str or ``os.PathLike``).
+        dst: A local directory outside ``src``, created if missing; it must hold no file unless
+            ``force``.
+        to: The target: an installed sink's name, such as ``"tfevents"`` or ``"mindspore"``.
+        force: Write into a ``dst`` that holds files (keyword only): new files go beside the old
+            ones, and no file is ever overwritten. Default ``False``.
+        progress: Called as ``progress(files_done, files_in_all)`` after each source file
+            (keyword only). Default ``None``.
+        formats: The source formats to read, a name or a list (keyword only). Default ``None``:
+            each run in one format it holds, event files first, as :func:`read` does.
+
+    Returns:
+        A :class:`ConvertSummary`: the runs, files and values written per kind, and per kind the
+        values not converted and why (``converted_line()`` and ``not_converted_line()`` put them
+        in one line each).
+
+    Raises:
+        TypeError: ``src`` or ``dst`` is not a non-empty path; ``to`` is not a str; ``force``
+            not a bool; ``progress`` not callable.
+        ValueError: ``to`` names no installed sink (the message lists them); ``dst`` is a URL, a
+            file, or inside ``src``; ``src`` is not a directory; an unknown format.
+        FileExistsError: ``dst`` holds files and ``force`` is False.
+
+    Example:
+        >>> import numpy as np
+        >>> from tallyboard import SummaryRecord, convert
+        >>> with SummaryRecord("runs/ms/seed0") as record:  # MindSpore summary files
+        ...     for step in range(1, 4):
+        ...         record.add_value("scalar", "loss", np.float32(1.0 / step))
+        ...         _ = record.record(step)  # True: recorded
+        >>> summary = convert("runs/ms", "runs/ms-tb", to="tfevents")
+        >>> summary.converted["scalar"]
+        3
     """
     src_text, dst_text = _path(src, "src"), _path(dst, "dst")
     if not isinstance(to, str):

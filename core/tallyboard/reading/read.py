@@ -31,28 +31,68 @@ def read(
 ) -> Any:
     """Every value of ``kind`` under ``logdir`` as one table, nothing downsampled.
 
-    Scalars come as columns ``run, tag, step, wall_time, value``; other kinds as
-    ``run, tag, step, wall_time`` plus the fields their decoder gives. ``runs`` and ``tags``
-    keep only the named runs (paths relative to ``logdir``, ``"."`` for itself) and tags; a
-    name with ``*``, ``?`` or ``[...]`` is a glob (``runs="lr=0.1/*"``). Runs left out are never
-    opened nor fetched.
-    ``table`` is ``"pandas"`` (a DataFrame) or ``"arrow"`` (a pyarrow Table).
-    A run directory holding the same values in several formats (``sinks=["tfevents", "csv"]``)
-    is read in one of them, event files first, so nothing is counted twice; ``formats`` names
-    the formats to read instead (``"tfevents"``, ``"mindspore"``, ``"csv"``, ``"jsonl"``, ...).
-    Built-in kinds: ``histogram`` (min, max, num, sum, sum_squares, bucket_limit, bucket),
-    ``text`` (value), ``image`` (width, height, colorspace, data: the encoded bytes, e.g.
+    Reads what any writer left there: TensorBoard event files (from tallyboard, torch,
+    tensorboardX, TensorFlow, Keras), MindSpore summary and lineage files, and what the csv and
+    jsonl sinks write, from a local path or any fsspec URL (``s3://``, ``gs://``, ...). Each
+    directory holding such files is a run, named by its path relative to ``logdir`` (``"."`` for
+    ``logdir`` itself). Scalars come as columns ``run, tag, step, wall_time, value`` (``run``
+    and ``tag`` categorical), other kinds as ``run, tag, step, wall_time`` plus their fields:
+    ``histogram`` (min, max, num, sum, sum_squares, bucket_limit, bucket), ``text`` (value),
+    ``image`` (width, height, colorspace, data: the encoded bytes, for
     ``PIL.Image.open(io.BytesIO(row.data))``), ``audio`` (sample_rate, num_channels, length,
-    content_type, data), ``tensor`` (dtype, shape, value: a numpy array) and ``hparams`` (one
-    row per run: ``run``, its hparams, then the last value of each scalar tag of that run). A
-    kind's ``read_table`` (see :class:`tallyboard.Kind`) may reshape its rows so.
-    ``workers`` processes decode local files (default: this machine's cores when the files
-    are big enough to pay for it; 1 reads here); remote files are fetched many at once.
-    ``progress`` draws a bar on stderr (default: when stderr is a terminal and the read takes
-    over a second).
+    content_type, data), ``tensor`` (dtype, shape, value: a NumPy array), ``hparams`` (one row
+    per run: ``run``, its hyper-parameters, then the last value of each of its scalar tags), and
+    those of any installed plugin's kind. A run directory holding the same values in several
+    formats (``sinks=["tfevents", "csv"]``) is read in one of them, event files first, so
+    nothing is counted twice.
 
-    Values no installed kind decodes (a third-party plugin's summaries, say) are never dropped
-    silently: one ``ReadWarning`` names each run, plugin name and tag with its count.
+    Every record's checksum is verified; a half-written last record is left for the next read,
+    and a corrupt record is reported (a warning with the file and offset) and skipped. Values no
+    installed kind decodes (a third-party plugin's) are never dropped silently: one
+    ``ReadWarning`` names each run, plugin and tag with its count. Local files are decoded by a
+    process per core when there is enough to read; remote files are fetched many at once.
+
+    Args:
+        logdir: A local directory or an fsspec URL, a non-empty str.
+        runs: Keep only these runs: a name or a list of names (paths relative to ``logdir``,
+            ``"."`` for itself); a name with ``*``, ``?`` or ``[...]`` is a glob
+            (``"lr=0.1/*"``). Runs left out are never opened nor fetched. Default ``None``: all.
+        tags: Keep only these tags, names or globs as for ``runs``. Default ``None``: all.
+        kind: The kind to read: ``"scalar"``, ``"histogram"``, ``"image"``, ``"audio"``,
+            ``"text"``, ``"tensor"``, ``"hparams"``, ``"pr_curve"``, ``"mesh"``, ...
+            (``tallyboard plugins`` lists them). Default ``"scalar"``.
+        table: ``"pandas"`` (a DataFrame) or ``"arrow"`` (a pyarrow Table). Default
+            ``"pandas"``.
+        formats: Read only these formats (``"tfevents"``, ``"mindspore"``, ``"csv"``,
+            ``"jsonl"``, ...), a name or a list. Default ``None``: each run in one format it
+            holds, event files first.
+        workers: Processes decoding local files, an int >= 1 (1 reads in this process). Default
+            ``None``: this machine's cores when the files are big enough to pay for it.
+        progress: Draw a progress bar on stderr. Default ``None``: when stderr is a terminal and
+            the read takes over a second.
+
+    Returns:
+        A ``pandas.DataFrame``, or a ``pyarrow.Table`` with ``table="arrow"``; empty (with the
+        columns ``run, tag, step, wall_time``) when nothing matches.
+
+    Raises:
+        tallyboard.extras.MissingExtra: pandas (or pyarrow) is not installed; the message gives
+        ``pip install "tallyboard[read]"``.
+        TypeError: ``logdir`` is not a non-empty str; ``kind`` is not a str; ``runs``, ``tags``
+            or ``formats`` is not a str or an iterable of str; ``progress`` not a bool.
+        ValueError: ``logdir`` is not a directory; an unknown ``table`` or format; ``workers`` <
+            1.
+        OSError: A remote store refused or timed out (the message names the URL).
+
+    Example:
+        >>> from tallyboard import SummaryWriter, read
+        >>> for seed in range(2):
+        ...     with SummaryWriter(f"runs/read/seed{seed}") as writer:
+        ...         for step in range(3):
+        ...             writer.add_scalar("loss", 1.0 / (step + 1) + seed, step)
+        >>> df = read("runs/read", tags="loss")
+        >>> df.groupby("run", observed=True)["value"].min().to_dict()
+        {'seed0': 0.3333333432674408, 'seed1': 1.3333333730697632}
     """
     if table not in FORMATS:
         raise ValueError(f"table must be one of {FORMATS}, got {table!r}")
