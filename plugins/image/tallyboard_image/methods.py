@@ -303,10 +303,11 @@ def add_video(
     """Log a batch of videos as one looping animated GIF, played in the IMAGES tab.
 
     ``vid_tensor`` is ``(N, T, C, H, W)``: N videos of T frames. As torch does, the batch is
-    padded with black videos to a power of two and tiled (16 videos: 4x4, 2: 1x2, 3: 1x4), and
-    ``uint8`` values are divided by 255 first; floats are taken as [0, 1]. Unlike torch, no
-    moviepy is needed: Pillow writes the GIF, and a missing encoder is an error in the call,
-    never an empty value in the file.
+    padded with black videos to a power of two and tiled (16 videos: 4x4, 2: 1x2, 3: 1x4).
+    Floats are taken as [0, 1] and integers as 0..255 (torch divides ``uint8`` by 255 first, to
+    the same effect, and scales other integers as floats). Unlike torch, no moviepy is needed:
+    Pillow writes the GIF, and a missing encoder is an error in the call, never an empty value
+    in the file.
 
     Args:
         tag: The video's name, a str.

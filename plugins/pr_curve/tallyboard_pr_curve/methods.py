@@ -35,7 +35,7 @@ def add_pr_curve(
         global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
         num_thresholds: How many thresholds, an int >= 2; above 127 it is clamped to 127, as
             torch does (TensorBoard reads no more). Default ``127``.
-        weights: One weight for every prediction, or one per prediction. Default ``None`` (all
+        weights: One number for all predictions, or one per prediction. Default ``None`` (all
             1).
         walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
 
