@@ -163,9 +163,13 @@ def test_plugins_json_format() -> None:
         check=True,
     )
     rows = json.loads(out.stdout)
-    keys = {"name", "distribution", "version", "status", "kinds", "sinks", "encoders", "error"}
+    keys = {"name", "distribution", "version", "status", "kinds", "sinks", "encoders"}
+    keys |= {"readers", "decoders", "error"}
     assert rows and all(set(r) == keys for r in rows)
     scalar = next(r for r in rows if r["name"] == "scalar")
     assert scalar["status"] == "loaded" and scalar["error"] == ""
     assert scalar["kinds"] == ["scalar"] and "scalar->tfevents" in scalar["encoders"]
+    assert "tfevents->scalar" in scalar["decoders"] and scalar["readers"] == []
+    mindspore = next(r for r in rows if r["name"] == "mindspore")
+    assert mindspore["readers"] == ["mindspore"] and "mindspore->image" in mindspore["decoders"]
     assert all(isinstance(r["distribution"], str) and isinstance(r["version"], str) for r in rows)

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from tallyboard import SinkSpec, hookimpl
+from tallyboard.plugin.network import NetworkSettings
 
 from .encode import ENCODERS, artifact_path, metric_key
 from .sink import DEADLINE_ENV, DEFAULT_DEADLINE, SINK, MlflowSink, deadline
@@ -52,6 +53,7 @@ def register_sinks(register: Any) -> None:
         SinkSpec(
             name=SINK,
             open=MlflowSink,
+            settings=NetworkSettings,
             description="MLflow runs: metrics, params, artifacts (local store or tracking URI)",
         )
     )
