@@ -19,6 +19,7 @@ from http_support import Ingest, ingest_server
 from tallyboard import SummaryRecord, SummaryWriter, read
 from tallyboard.cli import main as cli_main
 from tallyboard.plugin.registry import get_registry, reset_registry
+from tallyboard.warn import SinkWarning
 from tb_server import tensorboard_server
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tallyboard-webhook"
@@ -133,14 +134,27 @@ def test_a_confusion_matrix_reaches_the_server_and_tensorboard_draws_it_as_a_tab
     with tensorboard_server(tmp_path) as tb:
         [shown] = tb.get_json("/data/plugin/text/text", run=".", tag="cm")
     assert shown["step"] == 3 and shown["text"].count("<tr>") == 2
-    assert [cell in shown["text"] for cell in ("<td><p>5</p></td>", "<td><p>7</p></td>")] == [True, True]
+    assert [cell in shown["text"] for cell in ("<td><p>5</p></td>", "<td><p>7</p></td>")] == [
+        True,
+        True,
+    ]
 
 
 def test_summary_record_and_sync_take_the_same_entry_with_settings(
-    installed: None, server: Ingest, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    installed: None,
+    server: Ingest,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from tallyboard import warn
+
+    monkeypatch.setattr(warn, "_once", set())  # the mindspore sink's warning, said afresh
     entry = (f"webhook+{server.url}", {"token": "from-record"})
-    with SummaryRecord(tmp_path / "ms", sinks=[entry]) as record:
+    with (
+        pytest.warns(SinkWarning, match="sink 'mindspore' cannot encode kind 'confusion'"),
+        SummaryRecord(tmp_path / "ms", sinks=[entry]) as record,
+    ):
         record.add_value("confusion", "cm", [[1, 0], [0, 1]])
         record.add_value("scalar", "loss", np.float32(0.5))
         record.record(2)
@@ -155,3 +169,15 @@ def test_summary_record_and_sync_take_the_same_entry_with_settings(
     records = [(run, r["tag"], r["value"]) for run, r in server.records()]
     assert records == [(".", "cm", [[1, 0], [0, 1]]), (".", "loss", 0.5), ("exp", "loss", 1.5)]
     assert list(read(str(logdir))["run"]) == ["exp"]  # the name sync sent
+
+
+def test_the_guide_shows_the_example_s_sink_as_it_is() -> None:
+    """docs/plugins.md prints the webhook sink; every line of it is the example's own."""
+    guide = (EXAMPLE.parents[1] / "docs" / "plugins.md").read_text()
+    section = guide.split("### Network sinks", 1)[1]
+    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    source = MODULE.read_text().splitlines()
+    shown = [line for line in block.splitlines() if line.strip()]
+    assert len(shown) > 20 and [line for line in shown if line not in source] == [
+        "from tallyboard.plugin import NetworkSettings, NetworkSink"  # the example imports more
+    ]

@@ -204,9 +204,10 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "DT_STRING",
         "DT_BOOL",
     ),
-    # what the built-in readers hand their decoders
-    "tallyboard_mindspore.reader": ("MindSporeValue",),
+    # the jsonl plugin's encoder helper, and what the built-in readers hand their decoders
+    "tallyboard_jsonl": ("encoder_for", "Blob"),
     "tallyboard_jsonl.reader": ("SideFile",),
+    "tallyboard_mindspore.reader": ("MindSporeValue",),
 }
 
 
