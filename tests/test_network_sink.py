@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from http_support import Ingest, ingest_server
 from tallyboard import SinkOptions, SummaryWriter
 from tallyboard.plugin.network import NetworkSettings, NetworkSink, Refused
 from tallyboard.plugin.sinks import Deferred
 from tallyboard.reading.sync import STATE_FILE, SyncError, sync
+from tallyboard.testing import IngestServer
 from tallyboard.warn import SinkWarning
 from tb_server import free_port
 
@@ -38,9 +38,8 @@ def webhook(register_plugin: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 @pytest.fixture
-def server() -> Iterator[Ingest]:
-    with ingest_server() as ingest:
-        yield ingest
+def server(ingest_server: IngestServer) -> IngestServer:
+    return ingest_server
 
 
 @pytest.fixture
@@ -57,7 +56,7 @@ def _sink_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
 
 
 def test_values_go_in_batches_with_the_token_and_the_run_names(
-    webhook: Any, server: Ingest, tmp_path: Path
+    webhook: Any, server: IngestServer, tmp_path: Path
 ) -> None:
     entry = (f"webhook+{server.url}", {"token": "s3cret", "batch_size": 2})
     with SummaryWriter(tmp_path, sinks=["tfevents", entry]) as w:
@@ -82,7 +81,7 @@ def test_values_go_in_batches_with_the_token_and_the_run_names(
 
 
 def test_a_failing_server_is_tried_again_with_growing_pauses_and_nothing_is_lost(
-    webhook: Any, server: Ingest, tmp_path: Path
+    webhook: Any, server: IngestServer, tmp_path: Path
 ) -> None:
     server.statuses = [500, 503, 502, 200]
     settings = {"retry_secs": 0.1, "retry_max_secs": 0.4}
@@ -104,7 +103,7 @@ def test_a_failing_server_is_tried_again_with_growing_pauses_and_nothing_is_lost
 
 
 def test_a_refusal_is_not_tried_again_and_is_raised_by_the_next_call(
-    webhook: Any, server: Ingest, tmp_path: Path
+    webhook: Any, server: IngestServer, tmp_path: Path
 ) -> None:
     server.statuses = [401]
     w = SummaryWriter(tmp_path, sinks=[f"webhook+{server.url}"])
@@ -168,7 +167,7 @@ def test_a_silent_server_cannot_hold_flush_or_close_past_the_deadline(
 
 
 def test_under_sync_flush_raises_unless_delivered_and_nothing_unconfirmed_is_remembered(
-    webhook: Any, server: Ingest, tmp_path: Path
+    webhook: Any, server: IngestServer, tmp_path: Path
 ) -> None:
     logdir = tmp_path / "runs"
     with SummaryWriter(logdir / "exp") as w:

@@ -15,15 +15,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from http_support import Ingest, ingest_server
 from tallyboard import SummaryRecord, SummaryWriter, read
 from tallyboard.cli import main as cli_main
 from tallyboard.plugin.registry import get_registry, reset_registry
+from tallyboard.testing import IngestServer
 from tallyboard.warn import SinkWarning
 from tb_server import tensorboard_server
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tallyboard-webhook"
 DIST = "tallyboard-webhook"
+pytest_plugins = ["tallyboard.testing"]
 MODULE = EXAMPLE / "tallyboard_webhook" / "__init__.py"
 
 
@@ -92,9 +93,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 @pytest.fixture
-def server() -> Iterator[Ingest]:
-    with ingest_server() as ingest:
-        yield ingest
+def server(ingest_server: IngestServer) -> IngestServer:
+    return ingest_server
 
 
 def test_the_installed_example_is_found_and_listed(installed: None) -> None:
@@ -117,7 +117,7 @@ def test_the_installed_example_is_found_and_listed(installed: None) -> None:
 
 
 def test_a_confusion_matrix_reaches_the_server_and_tensorboard_draws_it_as_a_table(
-    installed: None, server: Ingest, tmp_path: Path
+    installed: None, server: IngestServer, tmp_path: Path
 ) -> None:
     with SummaryWriter(
         tmp_path, sinks=["tfevents", (f"webhook+{server.url}", {"token": "t"})]
@@ -142,7 +142,7 @@ def test_a_confusion_matrix_reaches_the_server_and_tensorboard_draws_it_as_a_tab
 
 def test_summary_record_and_sync_take_the_same_entry_with_settings(
     installed: None,
-    server: Ingest,
+    server: IngestServer,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,

@@ -118,6 +118,8 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "tallyboard_registry",
         "register_plugin",
         "memory_sink",
+        "IngestServer",
+        "ingest_server",
     ),
     "tallyboard.monitor": (
         "Aggregation",
