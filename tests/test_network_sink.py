@@ -12,18 +12,20 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from tallyboard import SinkOptions, SummaryWriter
 from tallyboard.plugin.network import NetworkSettings, NetworkSink, Refused
 from tallyboard.plugin.sinks import Deferred
 from tallyboard.reading.sync import STATE_FILE, SyncError, sync
-from tallyboard.testing import IngestServer
 from tallyboard.warn import SinkWarning
 from tb_server import free_port
 
 pytest_plugins = ["tallyboard.testing"]
+
+if TYPE_CHECKING:  # imported by pytest_plugins, not before it (assertion rewriting)
+    from tallyboard.testing import IngestServer
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tallyboard-webhook"
 
 
@@ -281,3 +283,24 @@ def test_the_example_sink_refuses_an_entry_without_a_url(webhook: Any, tmp_path:
     with pytest.raises(ValueError, match="give the webhook a URL: webhook\\+http://host/path"):
         SummaryWriter(tmp_path, sinks=["webhook"])
     assert sys.modules["tallyboard_webhook"] is webhook
+
+
+def test_sinks_to_one_place_share_that_it_is_down_so_closes_do_not_each_wait_the_deadline(
+    webhook: Any, tmp_path: Path
+) -> None:
+    """Sub-runs opened after the server was found down (add_scalars here, trials of
+    add_hparams alike) know it at once: each close waits the grace, not the deadline."""
+    url = f"http://127.0.0.1:{free_port()}/ingest"
+    settings = {"deadline": 5, "grace_secs": 0.2, "retry_secs": 0.05}
+    w = SummaryWriter(tmp_path, sinks=[(f"webhook+{url}", settings)])
+    w.add_scalar("loss", 1.0, 0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        w.flush()  # found down
+        w.add_scalars("acc", {"train": 0.5, "val": 0.25, "test": 0.75}, 0)  # three new sinks
+        started = time.monotonic()
+        w.close()
+        closed = time.monotonic() - started
+    assert closed < 5, closed  # four closes, none waiting the 5 s deadline
+    counts = [m for m in _sink_warnings(caught) if "could not be sent" in m]
+    assert len(counts) == 4 and all("1 values could not be sent" in m for m in counts)

@@ -12,19 +12,22 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 from tallyboard import SummaryRecord, SummaryWriter, read
 from tallyboard.cli import main as cli_main
 from tallyboard.plugin.registry import get_registry, reset_registry
-from tallyboard.testing import IngestServer
 from tallyboard.warn import SinkWarning
 from tb_server import tensorboard_server
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tallyboard-webhook"
 DIST = "tallyboard-webhook"
 pytest_plugins = ["tallyboard.testing"]
+
+if TYPE_CHECKING:  # imported by pytest_plugins, not before it (assertion rewriting)
+    from tallyboard.testing import IngestServer
 MODULE = EXAMPLE / "tallyboard_webhook" / "__init__.py"
 
 

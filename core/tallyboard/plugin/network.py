@@ -459,10 +459,11 @@ class NetworkSink:
                 self._wake = bool(self._items)
                 last = self._closing and not self._items
             ready = self._resolve(batch)
-            if not self._try(self._send, ready):
-                continue
-            pause = settings.retry_secs
-            if last and self._try(self.finish, []):
+            if ready or not self._started:
+                if not self._try(self._send, ready):
+                    continue
+                pause = settings.retry_secs
+            if last and (not self._overrides("finish") or self._try(self._finish, [])):
                 with cond:
                     self._finished = True
                     cond.notify_all()
@@ -483,25 +484,39 @@ class NetworkSink:
             ready.append(item)
         return ready
 
-    def _send(self) -> None:
-        """Start if not started, then hand the batch being tried to :meth:`send`."""
+    def _overrides(self, name: str) -> bool:
+        """Whether the subclass implements hook ``name`` (the base's do nothing, call no one)."""
+        return getattr(type(self), name) is not getattr(NetworkSink, name)
+
+    def _send(self) -> bool:
+        """Start if not started, then hand the batch being tried to :meth:`send`; True when
+        the other end was called."""
+        called = False
         if not self._started:
-            self.start()
+            if self._overrides("start"):
+                self.start()
+                called = True
             self._started = True
         if self._trying:
             self.send(self._trying)
+            called = True
+        return called
+
+    def _finish(self) -> bool:
+        self.finish()
+        return True
 
     def _try(self, fn: Any, items: list[Any]) -> bool:
         """``fn()`` for ``items``: True when it worked (or was refused), False after a network
-        failure (the items are queued again, in order, before the others)."""
+        failure (the items are queued again, in order, before the others). What the place is
+        known to be (answering or not) changes only when ``fn`` called it."""
         self._trying = items
         try:
-            fn()
+            called = fn()
         except Exception as exc:
             if self.is_refusal(exc):
                 self._refuse(len(items), exc)
-                with self._cond:
-                    self._failing = False
+                self._answered()  # it answered, if only to refuse
                 return True
             with self._cond:
                 self._items[:0] = items
@@ -521,11 +536,16 @@ class NetworkSink:
             self._trying = []
         with self._cond:
             self._delivered += len(items)
+        if called:
+            self._answered()
+        return True
+
+    def _answered(self) -> None:
+        with self._cond:
             self._failing = False
             self._place.offline = None
             self._place.stalled = self._place.told = False
             self._cond.notify_all()
-        return True
 
     def _refuse(self, count: int, exc: BaseException) -> None:
         cause = exc.args[0] if type(exc) is Refused and exc.args else None
