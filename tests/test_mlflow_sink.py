@@ -214,3 +214,41 @@ def test_tracking_server_given_by_url_receives_metrics_params_and_artifacts(
         assert Path(text).read_text() == "a: 1"
     assert not (log_dir / "mlflow").exists()  # the server holds the store, not the log dir
     assert len(list((server_dir / "artifacts").rglob("step_00000000.txt"))) == 1
+
+
+def test_the_deadline_is_a_setting_beside_the_sink_and_the_variable_only_its_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server that never answers: close() is bounded by the setting, not the variable's 30 s;
+    ``tallyboard sync -s deadline=...`` gives up as soon."""
+    import socket
+    import time
+    import warnings
+
+    from tallyboard.cli import main as cli_main
+    from tallyboard.warn import SinkWarning
+
+    monkeypatch.setenv("TALLYBOARD_MLFLOW_DEADLINE", "30")
+    log_dir = tmp_path / "exp" / "run"
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        entry = (f"mlflow+{url}", {"deadline": 1, "grace_secs": 0.5})
+        w = SummaryWriter(log_dir, sinks=["tfevents", entry])
+        assert w._sinks[1][1].deadline == 1.0
+        w.add_scalar("loss", 1.0, 0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            started = time.monotonic()
+            w.close()
+            closed = time.monotonic() - started
+        started = time.monotonic()
+        argv = ["sync", str(tmp_path), "--to", f"mlflow+{url}", "-s", "deadline=1"]
+        assert cli_main(argv) == 1
+        synced = time.monotonic() - started
+    assert closed < 1 + 3 and synced < 2 * 1 + 3, (closed, synced)
+    [said] = [str(c.message) for c in caught if issubclass(c.category, SinkWarning)]
+    assert said.startswith(f"mlflow sink: 1 values could not be sent to {url} within 1 s")
+    assert f"tallyboard sync {log_dir} --to mlflow+{url}" in said
+    assert "1 values not delivered to" in capsys.readouterr().err

@@ -163,9 +163,43 @@ def test_plugins_json_format() -> None:
         check=True,
     )
     rows = json.loads(out.stdout)
-    keys = {"name", "distribution", "version", "status", "kinds", "sinks", "encoders", "error"}
+    keys = {"name", "distribution", "version", "status", "kinds", "sinks", "encoders"}
+    keys |= {"readers", "decoders", "error"}
     assert rows and all(set(r) == keys for r in rows)
     scalar = next(r for r in rows if r["name"] == "scalar")
     assert scalar["status"] == "loaded" and scalar["error"] == ""
     assert scalar["kinds"] == ["scalar"] and "scalar->tfevents" in scalar["encoders"]
+    assert "tfevents->scalar" in scalar["decoders"] and scalar["readers"] == []
+    mindspore = next(r for r in rows if r["name"] == "mindspore")
+    assert mindspore["readers"] == ["mindspore"] and "mindspore->image" in mindspore["decoders"]
     assert all(isinstance(r["distribution"], str) and isinstance(r["version"], str) for r in rows)
+
+
+def test_a_value_a_plugin_kind_rejects_raises_in_summary_record_add_value(
+    tmp_path: Path, register_plugin: Any, memory_sink: Any
+) -> None:
+    plugin = PairPlugin()
+    register_plugin(plugin, "pair")
+    with SummaryRecord(str(tmp_path), sinks=["memory"]) as record:
+        with pytest.raises(TypeError, match="cannot unpack"):
+            record.add_value("pair", "band", 3.0)  # in the call, as on the torch face
+        record.record(1)
+    assert memory_sink.records == []
+
+
+def test_summary_record_hands_its_extra_sinks_the_payload_convert_made_once(
+    tmp_path: Path, register_plugin: Any, memory_sink: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A payload is not converted again on its way to the extra sinks (a Pair cannot be)."""
+    monkeypatch.setattr(warn_module, "_once", set())
+    plugin = PairPlugin()
+    register_plugin(plugin, "pair")
+    with (
+        pytest.warns(SinkWarning, match="sink 'mindspore' cannot encode kind 'pair'"),
+        SummaryRecord(str(tmp_path), sinks=["memory"]) as record,
+    ):
+        record.add_value("pair", "band", (1, 2))
+        record.record(3)
+    [converted] = plugin.converted
+    [rec] = memory_sink.records
+    assert (rec.kind, rec.tag, rec.step) == ("pair", "band", 3) and rec.payload is converted

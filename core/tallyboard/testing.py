@@ -11,8 +11,11 @@ Fixtures:
   this test only (as if installed) and returns the fresh registry.
 - ``memory_sink``: a sink called ``"memory"`` that records every record of every kind, as the
   writer hands it over; ``SummaryWriter(dir, sinks=["memory"])`` writes into it.
+- ``ingest_server``: an HTTP server on 127.0.0.1 that takes JSON POSTs, for testing a network
+  sink (:class:`IngestServer`): its ``url``, what it ``received``, and ``statuses`` to answer
+  with (a 500 to make the sink retry, a 401 to make it refuse).
 
-:class:`MemorySink` and :class:`MemoryPlugin` work without pytest too.
+:class:`MemorySink`, :class:`MemoryPlugin` and :class:`IngestServer` work without pytest too.
 """
 
 from __future__ import annotations
@@ -113,6 +116,80 @@ class MemoryPlugin:
         return [(r.step, r.payload) for r in self.records if r.tag == tag]
 
 
+class IngestServer:
+    """An HTTP server on 127.0.0.1 that records JSON POSTs, to test a network sink against.
+
+    Each POST is answered with the next status of :attr:`statuses` (200 once it is empty); only
+    bodies answered 2xx count as received. Use it as a context manager (or the
+    ``ingest_server`` fixture): it serves on its own thread until the block ends.
+
+    Attributes:
+        url: ``http://127.0.0.1:<port>/ingest``.
+        statuses: The next answers, in order (say ``[500, 503]``: two failures, then 200s).
+        attempts: ``(time.monotonic(), status)`` of every POST, answered or not.
+        received: The JSON bodies answered 2xx, in arrival order.
+        headers: The headers of those requests.
+    """
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.statuses: list[int] = []
+        self.attempts: list[tuple[float, int]] = []
+        self.received: list[Any] = []
+        self.headers: list[dict[str, str]] = []
+        self.cond = threading.Condition()
+        ingest = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                import json
+                import time
+
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with ingest.cond:
+                    status = ingest.statuses.pop(0) if ingest.statuses else 200
+                    ingest.attempts.append((time.monotonic(), status))
+                    if status < 300:
+                        ingest.received.append(json.loads(body))
+                        ingest.headers.append(dict(self.headers))
+                    ingest.cond.notify_all()
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/ingest"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def records(self) -> list[tuple[Any, Any]]:
+        """Every record received, as ``(body["run"], record)`` for bodies shaped
+        ``{"run": ..., "records": [...]}`` (the example webhook's)."""
+        with self.cond:
+            return [(body["run"], r) for body in self.received for r in body["records"]]
+
+    def wait_for(self, done: Callable[[], bool], timeout: float = 30.0) -> None:
+        """Wait until ``done()`` (called under the server's lock) is true.
+
+        Raises:
+            AssertionError: It was not within ``timeout`` seconds.
+        """
+        with self.cond:
+            assert self.cond.wait_for(done, timeout), "the server did not get what was expected"
+
+    def __enter__(self) -> IngestServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 try:
     import pytest
 except ImportError:  # pragma: no cover - the fixtures need pytest; the classes do not
@@ -156,3 +233,9 @@ if pytest is not None:
             yield plugin
         finally:
             remove_plugin(name)
+
+    @pytest.fixture
+    def ingest_server() -> Iterator[IngestServer]:
+        """An :class:`IngestServer` on 127.0.0.1 for this test."""
+        with IngestServer() as server:
+            yield server

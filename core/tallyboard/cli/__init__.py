@@ -28,6 +28,8 @@ def _plugins(as_json: bool) -> int:
             "kinds": p.kinds,
             "sinks": p.sinks,
             "encoders": [f"{k}->{s}" for k, s in p.encoders],
+            "readers": p.readers,
+            "decoders": [f"{f}->{k}" for f, k in p.decoders],
             "error": p.error,
         }
         for p in reg.plugins
@@ -44,6 +46,10 @@ def _plugins(as_json: bool) -> int:
                 print(f"    sinks: {', '.join(r['sinks'])}")
             if r["encoders"]:
                 print(f"    encoders: {', '.join(r['encoders'])}")
+            if r["readers"]:
+                print(f"    readers: {', '.join(r['readers'])}")
+            if r["decoders"]:
+                print(f"    decoders: {', '.join(r['decoders'])}")
             if r["error"]:
                 print(f"    error: {r['error']}")
     for w in caught:

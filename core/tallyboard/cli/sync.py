@@ -34,6 +34,15 @@ def add_parser(sub: Any) -> None:
         help="read only this format (tfevents, mindspore, csv, jsonl, ...); repeat it for "
         "several (default: each run in one format it holds, event files first)",
     )
+    p.add_argument(
+        "-s",
+        "--setting",
+        action="append",
+        dest="settings",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of the sink, as given beside it in sinks=: -s deadline=60 (repeatable)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
     from tallyboard.reading.sync import SyncError, sync
 
     try:
-        summary = sync(args.logdir, args.to, formats=args.formats)
+        settings = dict(_setting(text) for text in args.settings)
+        to = (args.to, settings) if settings else args.to
+        summary = sync(args.logdir, to, formats=args.formats)
     except SyncError as exc:
         print(f"tallyboard sync: {exc}", file=sys.stderr)
         return 1
@@ -52,3 +63,11 @@ def run(args: argparse.Namespace) -> int:
     if summary.not_sent:
         print(summary.not_sent_line(), file=sys.stderr)
     return 0
+
+
+def _setting(text: str) -> tuple[str, str]:
+    """``"deadline=60"`` -> ``("deadline", "60")``; the sink's settings convert the text."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise ValueError(f"--setting {text!r} must be NAME=VALUE, such as deadline=60")
+    return name.strip(), value

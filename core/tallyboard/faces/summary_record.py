@@ -30,7 +30,7 @@ from tallyboard.faces.mindspore_values import is_tensor_type as _is_ms_tensor_ty
 from tallyboard.faces.mindspore_values import scalar as _ms_scalar
 from tallyboard.faces.snapshots import Snapshots
 from tallyboard.plugin.registry import get_registry
-from tallyboard.plugin.sinks import Sink, SinkOptions
+from tallyboard.plugin.sinks import Sink, SinkEntry, SinkOptions, parse_sink, parse_sinks
 from tallyboard.ranks import discovery as ranks
 from tallyboard.records import lifecycle
 from tallyboard.values import check_utf8
@@ -196,7 +196,7 @@ class SummaryRecord:
         export_options: dict[str, str | None] | None = None,
         *,
         tensorboard: bool = False,
-        sinks: Sequence[str] = (),
+        sinks: Sequence[SinkEntry] = (),
     ) -> None:
         global _count
         with _count_lock:
@@ -306,17 +306,16 @@ class SummaryRecord:
         self._write_value: Callable[[int, float, tuple[str, str, Any]], None] | None = getattr(
             self._sink, "write_value", None
         )
-        if isinstance(sinks, str) or not all(isinstance(n, str) for n in sinks):
-            raise _type_error("sinks", sinks, "a list of sink names")
-        extra = list(dict.fromkeys([*sinks, *(["tfevents"] if tensorboard else [])]))
-        for name in extra:
-            registry.sink(name)  # unknown sink names fail here, with the installed ones listed
-        self._extra_sinks = extra
+        # sinks= takes what SummaryWriter(sinks=...) takes, checked here by the same function
+        targets = parse_sinks(registry, sinks, allow_empty=True)
+        if tensorboard and not any(t.spec.name == "tfevents" and not t.location for t in targets):
+            targets.append(parse_sink(registry, "tfevents"))
+        self._extra_sinks = [t.entry for t in targets]
         self._mirrored_kinds = {
             kind
             for kind in registry.kinds
-            for name in extra
-            if (kind, name) in registry.encoders or ("*", name) in registry.encoders
+            for t in targets
+            if (kind, t.spec.name) in registry.encoders or ("*", t.spec.name) in registry.encoders
         }
         self._mirror: Any = None
 
@@ -589,8 +588,11 @@ class SummaryRecord:
     ) -> None:
         """Write the values of one record() to the extra sinks too, through the writer face.
 
-        Each value goes through its kind's own conversion (the torch-face semantics of that kind);
-        a value that kind rejects is logged and skipped, as MindSpore drops bad values at write time.
+        A MindSpore array value (scalar, image, tensor, histogram) goes through the tallyboard
+        kind's own conversion (the torch-face semantics of that kind); a value that conversion
+        rejects (one MindSpore took) is logged and skipped, as MindSpore drops bad values at write
+        time. Any other value is already its kind's payload (``add_value`` converted it, raising
+        there for a bad value) and is handed on as it is.
         """
         writer = self._mirror
         if writer is None:
@@ -603,7 +605,10 @@ class SummaryRecord:
             if kind not in self._mirrored_kinds:
                 continue
             try:
-                writer.add_value(kind, tag or kind, value, step, wall_time)
+                if kind in _ARRAY_PLUGINS:  # pooled as MindSpore takes it: the kind converts it
+                    writer.add_value(kind, tag or kind, value, step, wall_time)
+                else:  # pooled as the kind's payload (add_value converted it): as it is
+                    writer.emit(kind, tag or kind, value, step, wall_time)
             except (TypeError, ValueError) as exc:
                 logger.error(
                     "extra sinks: the %s value %r is not written there: %s", kind, tag, exc

@@ -22,7 +22,13 @@ from typing import Any
 from tallyboard import paths, warn
 from tallyboard.faces.writer_methods import WriterMethods
 from tallyboard.plugin.registry import Registry, get_registry
-from tallyboard.plugin.sinks import Deferred, Sink, SinkOptions, SinkSpec, split_sink_url
+from tallyboard.plugin.sinks import (  # parse_sinks, SinkTarget: here too for older imports
+    Deferred,
+    Sink,
+    SinkEntry,
+    SinkTarget,
+    parse_sinks,
+)
 from tallyboard.ranks import reduce as distributed
 from tallyboard.ranks.discovery import in_dataloader_worker
 from tallyboard.records import lifecycle
@@ -39,7 +45,6 @@ _now = __import__("time").time
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _valid_tags: set[str] = set()
 _live_writers: weakref.WeakSet[SummaryWriter] = weakref.WeakSet()
-DEFAULT_SINKS = ("tfevents",)
 SINK_ERRORS = ("raise", "warn")
 # How a route hands a payload to its sink: encoded now, as a Deferred encode (heavy kinds), or
 # as a row (key, tag, step, wall_time, payload) that the sink frames in batches later: for an
@@ -47,57 +52,6 @@ SINK_ERRORS = ("raise", "warn")
 # stands for ``batch``), as RecordFile.write_row describes.
 _NOW, _DEFERRED, _ROW = 0, 1, 2
 _Route = tuple[Callable[..., Any], Callable[[Any], None], int]
-
-
-class SinkTarget:
-    """One sink a writer writes to: its spec and, when chosen by URL, its own location."""
-
-    __slots__ = ("spec", "location", "text")
-
-    def __init__(self, spec: SinkSpec, location: str | None, text: str) -> None:
-        self.spec = spec
-        self.location = location  # None: the writer's log_dir
-        self.text = text
-
-    def for_child(self, rel: str) -> SinkTarget:
-        """The same sink for sub-run ``rel`` (a validated relative path)."""
-        loc = None if self.location is None else paths.join(self.location, rel)
-        return SinkTarget(self.spec, loc, self.text)
-
-
-def parse_sinks(registry: Registry, sinks: Sequence[str] | None) -> list[SinkTarget]:
-    """Resolve the ``sinks=`` argument: sink names, or URLs naming a sink and where it writes.
-
-    - ``"csv"``: the sink called (or registered for scheme) ``csv``, writing into ``log_dir``;
-    - ``"csv+s3://bucket/run"``: the ``csv`` sink writing into ``s3://bucket/run``;
-    - ``"csv:///tmp/run"`` / ``"csv://rel/run"``: the sink registered for URL scheme ``csv``,
-      writing into the path after ``://``.
-    """
-    if sinks is None:
-        sinks = DEFAULT_SINKS
-    if isinstance(sinks, str) or not hasattr(sinks, "__iter__"):
-        raise TypeError(
-            f"sinks must be a list of sink names or URLs, got {type(sinks).__name__}: {sinks!r}"
-        )
-    targets: list[SinkTarget] = []
-    for entry in sinks:
-        if not isinstance(entry, str) or not entry:
-            raise TypeError(
-                f"sinks entries must be non-empty str (a sink name or URL), got {entry!r}"
-            )
-        name, location = split_sink_url(entry)
-        try:
-            spec = registry.sink(name)
-        except ValueError as exc:
-            raise ValueError(f"sinks entry {entry!r}: {exc}") from None
-        if any(t.spec.name == spec.name and t.location == location for t in targets):
-            raise ValueError(
-                f"sinks entry {entry!r} repeats sink {spec.name!r} for the same location"
-            )
-        targets.append(SinkTarget(spec, location, entry))
-    if not targets:
-        raise TypeError("sinks must name at least one sink")
-    return targets
 
 
 def default_log_dir(comment: str = "") -> str:
@@ -212,7 +166,9 @@ class SummaryWriter(WriterMethods):
         logdir: tensorboardX's name for ``log_dir`` (keyword only); give one of the two.
         sinks: Where records go (keyword only): sink names such as ``["tfevents", "csv"]`` (the
             same values as TensorBoard files and ``scalars.csv``), or ``"<sink>+<url>"`` for a
-            sink writing elsewhere (``"csv+s3://bucket/run"``). ``tallyboard plugins`` lists the
+            sink writing elsewhere (``"csv+s3://bucket/run"``), either with the sink's settings
+            beside it (``("mlflow+http://host:5000", {"deadline": 5.0})``, see
+            :func:`tallyboard.plugin.sinks.parse_sink`). ``tallyboard plugins`` lists the
             installed sinks. Default ``None``: ``["tfevents"]``.
         sink_errors: What a failing sink does (keyword only): ``"raise"`` (its error reaches the
             caller) or ``"warn"`` (one warning naming the sink, which is then dropped while the
@@ -231,7 +187,7 @@ class SummaryWriter(WriterMethods):
 
     Raises:
         TypeError: An argument has the wrong type (``log_dir`` not a str or path, ``sinks`` not
-            a list of str, ...).
+            a list of names, URLs or (entry, settings) pairs, ...).
         ValueError: ``log_dir`` and ``logdir`` both given; ``comment`` or ``filename_suffix``
             holds a path separator; an unknown or repeated sink; an unknown ``sink_errors``,
             ``ranks`` or ``reduce``; ``reduce`` with ``ranks`` other than ``"zero"``;
@@ -257,7 +213,7 @@ class SummaryWriter(WriterMethods):
         write_to_disk: bool = True,
         *,
         logdir: str | os.PathLike[str] | None = None,
-        sinks: Sequence[str] | None = None,
+        sinks: Sequence[SinkEntry] | None = None,
         sink_errors: str | None = None,
         ranks: str | None = None,
         reduce: str | dict[str, str] | None = None,
@@ -282,7 +238,7 @@ class SummaryWriter(WriterMethods):
         max_queue: int,
         flush_secs: float,
         filename_suffix: str,
-        sinks: Sequence[str] | None,
+        sinks: Sequence[SinkEntry] | None,
         sink_errors: str | None,
         ranks: str | None,
         reduce: str | dict[str, str] | None,
@@ -331,9 +287,11 @@ class SummaryWriter(WriterMethods):
         for name, (_, fn) in self._registry.methods.items():
             if getattr(cls, name, None) is getattr(WriterMethods, name, None):
                 self.__dict__[name] = types.MethodType(fn, self)
-        self._targets = (
-            list(_targets) if _targets is not None else parse_sinks(self._registry, sinks)
-        )
+        if _targets is None:
+            _targets = parse_sinks(self._registry, sinks)
+            if plan.subdir:  # a rank's run: a sink given a place writes there in the same subdir
+                _targets = [t.for_child(plan.subdir) for t in _targets]
+        self._targets = list(_targets)
         self._sink_names = tuple(t.text for t in self._targets)
         if sink_errors is None:
             sink_errors = "raise" if len(self._targets) == 1 else "warn"
@@ -366,13 +324,12 @@ class SummaryWriter(WriterMethods):
             failed: list[tuple[SinkTarget, BaseException]] = []
             try:
                 for target in self._targets:
-                    options = SinkOptions(
-                        log_dir=self._dir if target.location is None else target.location,
+                    options = target.options(
+                        self._dir,
                         max_queue=self.max_queue,
                         flush_secs=self.flush_secs,
                         filename_suffix=self.filename_suffix,
                         purge_step=self.purge_step,
-                        extra={"sink": target.text, "writer_log_dir": self._dir},
                     )
                     try:
                         opened.append((target.spec.name, target.spec.open(options)))

@@ -4,6 +4,11 @@ A reader plugin registers a :class:`ReaderSpec` whose ``matches(basename)`` says
 reads and whose ``open(fs, path, decoders)`` returns a :class:`FileReader`. The reader keeps its
 byte offset, so :meth:`FileReader.read_new` called again on a growing file yields only what was
 appended since; a torn last record is left for the next call. Core names no format.
+
+``open`` gets the format's decoders by kind, in the order a reader asks them
+(:meth:`tallyboard.plugin.registry.Registry.decoders_of`). What each built-in format hands a
+decoder, which row fields a decoder may set (``tag``, not ``step``, ``wall_time`` or ``run``),
+and which decoder takes a value several could: docs/plugins.md, "Decoders".
 """
 
 from __future__ import annotations

@@ -40,7 +40,20 @@ class PluginWarning(UserWarning):
 
 @dataclass
 class PluginInfo:
-    """One plugin as the registry saw it."""
+    """One plugin as the registry saw it (what ``tallyboard plugins`` lists).
+
+    Attributes:
+        name: The entry-point name (what ``TALLYBOARD_BLOCK_PLUGINS`` names).
+        distribution: The distribution it comes from ("" for one registered in process).
+        version: That distribution's version.
+        kinds: Kinds it registered.
+        sinks: Sinks it registered.
+        encoders: ``(kind, sink)`` pairs it registered encoders for.
+        readers: Readers (formats) it registered.
+        decoders: ``(format, kind)`` pairs it registered decoders for, in registration order.
+        status: ``loaded``, ``blocked``, ``failed`` or ``not autoloaded``.
+        error: The failure ("" when none).
+    """
 
     name: str
     distribution: str = ""
@@ -50,6 +63,8 @@ class PluginInfo:
     encoders: list[tuple[str, str]] = field(default_factory=list)
     status: str = "loaded"  # loaded | blocked | failed | not autoloaded
     error: str = ""
+    readers: list[str] = field(default_factory=list)
+    decoders: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -76,6 +91,16 @@ class Registry:
                 raise TypeError(f"kind must be a str, got {type(name).__name__}") from None
             known = ", ".join(sorted(self.kinds)) or "none"
             raise ValueError(f"unknown kind {name!r}; installed kinds: {known}") from None
+
+    def decoders_of(self, fmt: str) -> dict[str, Callable[..., Any]]:
+        """The decoders of format ``fmt`` by kind, in the order a reader asks them.
+
+        That order is the registration order: plugins in the order ``tallyboard plugins``
+        lists them (entry-point names in alphabetical order, then plugins registered in this
+        process in the order they were added), and each plugin's decoders in the order it
+        registered them.
+        """
+        return {kind: fn for (f, kind), fn in self.decoders.items() if f == fmt}
 
     def sink(self, name: str) -> SinkSpec:
         """The sink called ``name`` (or registered for URL scheme ``name``)."""
@@ -316,6 +341,7 @@ def _add_reader(reg: Registry, info: PluginInfo, spec: Any) -> None:
         _warn(f"plugin {info.name!r} registers reader {spec.name!r} again; the first one is kept")
         return
     reg.readers[spec.name] = spec
+    info.readers.append(spec.name)
 
 
 def _add_decoder(
@@ -331,3 +357,4 @@ def _add_decoder(
         )
         return
     reg.decoders[(fmt, kind)] = decode
+    info.decoders.append((fmt, kind))

@@ -135,6 +135,8 @@ class _Target:
                 max_queue=_MAX_QUEUE,
                 flush_secs=_FLUSH_SECS,
                 extra={"sink": self.to, "writer_log_dir": real},
+                settings=self.spec.make_settings(),  # the sink's defaults
+                run=run,
             )
             sink = self.sinks[run] = self.spec.open(options)
         return sink

@@ -12,8 +12,10 @@ a metric sent twice). Values are sent with the encoder the (kind, sink) pair reg
 counted per kind with the reason, never dropped silently.
 
 The sink is opened per run with ``extra["writer_log_dir"]`` the run's local directory (so it
-names and finds the run as the live sink did) and ``extra["confirm"] = True`` (a sink that
-could keep values queued must raise from ``flush()`` instead when they are not delivered).
+names and finds the run as the live sink did), ``SinkOptions.run`` the run's name as
+``tallyboard.read`` gives it (``"."`` for the log dir itself) and ``SinkOptions.confirm`` (also
+``extra["confirm"]``) True: a sink that could keep values queued must raise from ``flush()``
+instead when they are not delivered.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 from tallyboard import paths
 from tallyboard.plugin.readers import Batch
 from tallyboard.plugin.registry import Registry, get_registry
-from tallyboard.plugin.sinks import Sink, SinkOptions, SinkSpec, split_sink_url
+from tallyboard.plugin.sinks import Sink, SinkEntry, SinkTarget, parse_sink
 from tallyboard.reading.convert import SCALAR, Encoder, _encoder
 from tallyboard.reading.runs import RunReader
 
@@ -83,15 +85,16 @@ class SyncSummary:
             self.reasons.setdefault(kind, reason)
 
 
-def parse_target(reg: Registry, to: str) -> tuple[SinkSpec, str | None]:
-    """``"csv+s3://bucket/x"`` -> (the csv sink, ``"s3://bucket/x"``); ``"mlflow"`` -> (it, None)."""
-    if not isinstance(to, str) or not to:
-        raise TypeError(f"to must be a non-empty str naming a sink or sink URL, got {to!r}")
-    try:
-        name, location = split_sink_url(to)
-        return reg.sink(name), location
-    except ValueError as exc:
-        raise ValueError(f"to={to!r}: {exc}") from None
+def parse_target(reg: Registry, to: Any) -> SinkTarget:
+    """The target of ``to``, a ``sinks=`` entry: ``"csv+s3://bucket/x"``, ``"mlflow"``, or
+    ``("mlflow+http://host:5000", {"deadline": 60})`` (see
+    :func:`tallyboard.plugin.sinks.parse_sink`)."""
+    if not (isinstance(to, str) and to) and not isinstance(to, (tuple, list)):
+        raise TypeError(
+            f"to must be a non-empty str naming a sink or sink URL, or (that str, "
+            f"{{setting: value}}), got {to!r}"
+        )
+    return parse_sink(reg, to, arg="to")
 
 
 class _State:
@@ -142,24 +145,21 @@ class _Sinks:
     """The target's sinks, one per run, opened on a run's first value and closed at the end
     (children first), so a sink of a sub-run finds its parent's open sink."""
 
-    def __init__(self, spec: SinkSpec, to: str, location: str | None, root: str) -> None:
-        self.spec, self.to, self.location, self.root = spec, to, location, root
+    def __init__(self, target: SinkTarget, root: str) -> None:
+        self.target, self.root = target, root
+        self.spec = target.spec
         self.open: dict[str, Sink] = {}
 
     def get(self, run: str) -> Sink:
         sink = self.open.get(run)
         if sink is None:
             run_dir = self.root if run == "." else os.path.join(self.root, run)
-            if self.location is None:
-                log_dir = run_dir
-            else:
-                rel = "." if run == "." else paths.safe_relpath(run, "run")
-                log_dir = self.location if rel == "." else paths.join(self.location, rel)
-            options = SinkOptions(
-                log_dir=log_dir,
-                max_queue=_MAX_QUEUE,
-                flush_secs=_FLUSH_SECS,
-                extra={"sink": self.to, "writer_log_dir": run_dir, "confirm": True},
+            # the run as read() names it under this log dir: "." for the log dir itself
+            target = (
+                self.target if run == "." else self.target.for_child(paths.safe_relpath(run, "run"))
+            )
+            options = target.options(
+                run_dir, max_queue=_MAX_QUEUE, flush_secs=_FLUSH_SECS, confirm=True
             )
             sink = self.open[run] = self.spec.open(options)
         return sink
@@ -187,30 +187,47 @@ class _Sinks:
 
 def sync(
     logdir: str | os.PathLike[str],
-    to: str,
+    to: SinkEntry,
     *,
     formats: str | Iterable[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SyncSummary:
     """Send every value of every run under ``logdir`` not sent to ``to`` before.
 
-    ``to`` is a ``sinks=`` entry (``"mlflow+http://127.0.0.1:5000"``, ``"csv+s3://bucket/x"``).
-    Raises :class:`SyncError` (an ``OSError``) when the target fails; what was confirmed
-    before stays remembered, so calling again goes on from there. ``progress``, when given,
-    is called as ``progress(files_done, files_in_all)``.
+    Args:
+        logdir: A local log directory (its state file lives there).
+        to: A ``sinks=`` entry, as every face takes it: ``"mlflow+http://127.0.0.1:5000"``,
+            ``"csv+s3://bucket/x"``, or with the sink's settings,
+            ``("mlflow+http://127.0.0.1:5000", {"deadline": 60})``. What was sent is remembered
+            per entry text: settings do not change it.
+        formats: Read only these formats (reader names), all by default.
+        progress: Called as ``progress(files_done, files_in_all)`` after each file.
+
+    Returns:
+        What was sent, per kind, and what could not be.
+
+    Raises:
+        SyncError: The target failed (an ``OSError``); what was confirmed before stays
+            remembered, so calling again goes on from there.
+        TypeError: An argument of the wrong type.
+        ValueError: A log dir that is not a local directory, an unknown sink or a bad setting.
+
+    Each run reaches the sink as ``SinkOptions.run``, named as ``tallyboard.read(logdir)``
+    names it (``"."`` for ``logdir`` itself), with ``SinkOptions.confirm`` set.
     """
     root = _local_dir(logdir)
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be None or callable, got {type(progress).__name__}")
     reg = get_registry()
-    spec, location = parse_target(reg, to)
+    target = parse_target(reg, to)
+    to = target.text  # the state and messages name the entry's text, never its settings
     state = _State(root, to)
     files = sorted(
         RunReader(root, formats).discover(),
         key=lambda rf: (_depth(rf[0]), str(getattr(rf[1], "path", ""))),
     )
     summary = SyncSummary(root, to, runs=sorted({run for run, _ in files}, key=_depth))
-    sinks = _Sinks(spec, to, location, root)
+    sinks = _Sinks(target, root)
     encoders: dict[str, tuple[Encoder | None, str]] = {}
     try:
         for index, (run, reader) in enumerate(files):

@@ -9,8 +9,8 @@ from typing import Any
 import yaml
 from accelerate.tracking import GeneralTracker, on_main_process
 from tallyboard import SummaryWriter, paths
-from tallyboard.faces.summary_writer import parse_sinks
 from tallyboard.plugin.registry import get_registry
+from tallyboard.plugin.sinks import parse_sinks
 from tallyboard_hparams.session import end_session, flat_hparams, start_session
 
 

@@ -162,7 +162,8 @@ class JsonlFileReader(ChunkedFileReader):
                         f"{kind} value not readable ({type(exc).__name__}: {exc}); line skipped",
                     )
                     continue
-                if row is None:
+                if row is None:  # the decoder does not take it: counted, not dropped
+                    batch.undecoded[(kind, tag)] = batch.undecoded.get((kind, tag), 0) + 1
                     continue
             batch.add_row(kind, {"tag": tag, "step": step, "wall_time": wall, **row})
 

@@ -70,8 +70,8 @@ class TensorBoard(keras.callbacks.Callback):
         self._epoch_start = 0.0
         self._epoch_first_iteration = 0
         if self.sinks is not None:  # fail here, not at the first epoch
-            from tallyboard.faces.summary_writer import parse_sinks
             from tallyboard.plugin.registry import get_registry
+            from tallyboard.plugin.sinks import parse_sinks
 
             parse_sinks(get_registry(), self.sinks)
 

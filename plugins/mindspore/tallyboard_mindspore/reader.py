@@ -111,6 +111,17 @@ def _skip(data: bytes, p: int, limit: int) -> int:
     raise Malformed(f"unsupported wire type {wire}")
 
 
+#: what holds a value no decoder took, as ``Batch.undecoded`` names it: (event field, value field).
+_HELD_IN = {
+    (SUMMARY_EVENT_FIELD, 3): "scalar_value",
+    (SUMMARY_EVENT_FIELD, 4): "image",
+    (SUMMARY_EVENT_FIELD, 8): "tensor",
+    (SUMMARY_EVENT_FIELD, 9): "histogram",
+    (SUMMARY_EVENT_FIELD, 10): "loss_landscape",
+    (GRAPH_EVENT_FIELD, 0): "graph_def",
+}
+
+
 class SummaryFileReader(RecordFileReader):
     """One MindSpore summary file; :meth:`read_new` returns what was appended since last call."""
 
@@ -264,8 +275,13 @@ class SummaryFileReader(RecordFileReader):
 
     def _decode(self, value: MindSporeValue, step: int, wall: float, batch: Batch, at: int) -> None:
         key = (value.tag, value.event_field, value.value_field)
-        kind = self._kind_of.get(key)
-        for name in [kind] if kind else list(self.decoders):
+        kind = self._kind_of.get(key)  # the kind that took this (tag, field) is asked first
+        names = (
+            list(self.decoders)
+            if kind is None
+            else [kind, *(n for n in self.decoders if n != kind)]
+        )
+        for name in names:
             try:
                 row = self.decoders[name](value, step, wall)
             except Exception as exc:  # a damaged value is reported; the rest is read
@@ -286,6 +302,8 @@ class SummaryFileReader(RecordFileReader):
             else:
                 batch.add_row(name, {"tag": value.tag, "step": step, "wall_time": wall, **row})
             return
+        held = _HELD_IN.get((value.event_field, value.value_field), f"field {value.value_field}")
+        batch.undecoded[(held, value.tag)] = batch.undecoded.get((held, value.tag), 0) + 1
 
     def _bulk(
         self,

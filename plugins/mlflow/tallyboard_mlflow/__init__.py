@@ -12,12 +12,17 @@ experiment is named after the log dir's parent directory (``runs``) unless
 process) continues it, and ``tallyboard sync`` finds it. Sub-runs of the writer (``add_scalars``
 keys, ``add_hparams`` trials) become nested runs named by their relative path.
 
-Logging never waits for MLflow: values are queued and a background thread sends them in
-``log_batch`` calls every ``flush_secs`` (10 s at most) or as soon as 1000 are waiting.
-``flush()`` and ``close()`` wait for MLflow at most ``TALLYBOARD_MLFLOW_DEADLINE`` seconds (30 by
-default), whatever the network or MLflow's HTTP retries do. While MLflow does not answer,
-values stay queued and are sent when it answers; what is still unsent at ``close()`` is said in
-one ``SinkWarning`` with its count (the local files keep it: ``tallyboard sync`` sends it). A
+Logging never waits for MLflow: the sink is a :class:`tallyboard.plugin.network.NetworkSink`,
+values are queued and a background thread sends them in ``log_batch`` calls every
+``flush_secs`` (10 s at most) or as soon as 1000 are waiting. ``flush()`` and ``close()`` wait
+for MLflow at most the ``deadline`` setting
+(``sinks=[("mlflow+http://host:5000", {"deadline": 60})]``, ``tallyboard sync ... -s
+deadline=60``), else ``TALLYBOARD_MLFLOW_DEADLINE`` seconds, else 30, whatever the network or
+MLflow's HTTP retries do; the other :class:`~tallyboard.plugin.network.NetworkSettings` apply
+too. While MLflow does not answer, values stay queued and are sent when it answers; a
+``flush()`` that returns with values unsent says so in a ``SinkWarning`` (once per outage), and
+what is still unsent at ``close()`` is said in one ``SinkWarning`` with its count (the local
+files keep it: ``tallyboard sync`` sends it). A
 value MLflow refuses is raised as ``OSError`` by the next ``write``, ``flush`` or ``close``. The
 run ends ``FAILED`` when the process ends with an exception (or a value was refused), else
 ``FINISHED``. Kinds other than scalar, hparams (given as values, not as ready
@@ -31,6 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from tallyboard import SinkSpec, hookimpl
+from tallyboard.plugin.network import NetworkSettings
 
 from .encode import ENCODERS, artifact_path, metric_key
 from .sink import DEADLINE_ENV, DEFAULT_DEADLINE, SINK, MlflowSink, deadline
@@ -52,6 +58,7 @@ def register_sinks(register: Any) -> None:
         SinkSpec(
             name=SINK,
             open=MlflowSink,
+            settings=NetworkSettings,
             description="MLflow runs: metrics, params, artifacts (local store or tracking URI)",
         )
     )

@@ -1,8 +1,10 @@
 """One MLflow run fed from a writer, with a deadline no network failure can stretch.
 
-The caller only queues: every call to MLflow (finding the experiment, creating the run, sending
-values, ending the run) runs on the sink's sender thread. ``flush()`` and ``close()`` wait for
-that thread at most :func:`deadline` seconds, whatever MLflow's own HTTP retries do. Values
+The sink is a :class:`tallyboard.plugin.network.NetworkSink`: the caller only queues, and every
+call to MLflow (finding the experiment, creating the run, sending values, ending the run) runs
+on the sink's sender thread. ``flush()`` and ``close()`` wait for that thread at most the
+deadline (the ``deadline`` setting, ``sinks=[("mlflow+http://host:5000", {"deadline": 60})]``;
+else ``TALLYBOARD_MLFLOW_DEADLINE``, else 30 s), whatever MLflow's own HTTP retries do. Values
 MLflow could not take for a network reason stay queued and are sent again when it answers;
 whatever is still unsent at ``close()`` is said in one warning with its count (the writer's
 local files keep every value: ``tallyboard sync`` sends them later).
@@ -14,33 +16,25 @@ import logging
 import os
 import sys
 import threading
-import time
 from typing import Any
 
-from tallyboard import Deferred, SinkOptions
+from tallyboard import SinkOptions
+from tallyboard.plugin.network import NetworkSettings, NetworkSink, Outcome, Refused
 from tallyboard.values import env_seconds
-from tallyboard.warn import SinkWarning
 
 from . import record
 
 SINK = "mlflow"
 STORE_DIR = "mlflow"
-#: Environment variable holding the deadline in seconds of ``flush()``/``close()``.
+#: Environment variable holding the default deadline in seconds of ``flush()``/``close()``.
 DEADLINE_ENV = "TALLYBOARD_MLFLOW_DEADLINE"
 #: Default deadline in seconds.
 DEFAULT_DEADLINE = 30.0
-#: Most items a sink keeps waiting for the sender; beyond it new ones are not queued (counted).
-MAX_PENDING = 100_000
-#: Items waiting that wake the sender before ``flush_secs`` is up.
-SEND_AT = 1000
-#: Longest time a queued value waits before it is sent, in seconds (or ``flush_secs`` if less).
-MAX_SEND_SECS = 10.0
-#: Pause in seconds between two tries while MLflow does not answer.
-RETRY_SECS = 5.0
-#: What ``close()`` waits, in seconds, when MLflow is known not to answer (one more try).
-DOWN_GRACE_SECS = 2.0
+#: What ``close()`` waits by default, in seconds, when MLflow is known not to answer.
+DOWN_GRACE_SECS = NetworkSettings.grace_secs
 _METRICS_PER_BATCH = 1000  # MLflow's most entities in one log_batch
 _PARAMS_PER_BATCH = 100
+
 #: MLflow error codes that say the request itself is wrong: sending it again cannot help.
 _REFUSED = {
     "INVALID_PARAMETER_VALUE",
@@ -59,12 +53,9 @@ log = logging.getLogger("tallyboard.mlflow")
 _ENDED = ("FINISHED", "FAILED", "KILLED")
 
 
-class Refused(Exception):
-    """MLflow refused a value (or it could not be encoded): sending it again cannot help."""
-
-
 def deadline() -> float:
-    """Seconds ``flush()`` and ``close()`` wait for MLflow at most (``TALLYBOARD_MLFLOW_DEADLINE``)."""
+    """Seconds ``flush()`` and ``close()`` wait for MLflow at most when the ``deadline`` setting
+    is not given (``TALLYBOARD_MLFLOW_DEADLINE``, else 30)."""
     return env_seconds(DEADLINE_ENV, DEFAULT_DEADLINE)
 
 
@@ -183,12 +174,11 @@ def _run_tags() -> dict[str, str]:
     return dict(_tags)
 
 
-class MlflowSink:
+class MlflowSink(NetworkSink):
     """One MLflow run fed from a writer: records queue in ``write``; a thread sends batches.
 
-    ``options.extra["confirm"]`` (set by ``tallyboard sync``) makes ``flush()`` raise
-    ``OSError`` when values are not stored within the deadline, and makes the sink skip params
-    the run already holds.
+    Under ``tallyboard sync`` (``options.confirm``) ``flush()`` raises ``OSError`` when values
+    are not stored within the deadline, and the sink skips params the run already holds.
     """
 
     tracking_uri: str
@@ -199,9 +189,11 @@ class MlflowSink:
     def __init__(self, options: SinkOptions) -> None:
         from mlflow.tracking import MlflowClient
 
-        self.deadline = deadline()
+        settings = options.settings
+        if not (isinstance(settings, NetworkSettings) and settings.deadline is not None):
+            deadline()  # a bad TALLYBOARD_MLFLOW_DEADLINE fails here, before anything is held
         self.chosen = chosen = str(options.extra.get("sink", SINK))
-        self.confirm = bool(options.extra.get("confirm", False))
+        confirm = bool(options.confirm or options.extra.get("confirm", False))
         writer_dir = str(options.extra.get("writer_log_dir", options.log_dir))
         self.writer_dir = writer_dir if "://" in writer_dir else os.path.abspath(writer_dir)
         self.key = _key(writer_dir)
@@ -243,32 +235,88 @@ class MlflowSink:
         self._experiment_name = experiment
         self._artifacts = artifacts
         self._record = record.load(self.writer_dir, self.tracking_uri)
-        self.send_secs = min(float(options.flush_secs), MAX_SEND_SECS)
         self._run_lock = threading.Lock()
-        self._cond = threading.Condition()
-        self._items: list[Any] = []
-        self._queued = 0  # items ever queued
-        self._settled = 0  # items stored, refused or left out
-        self._stored = 0  # items stored
-        self._left_out = 0  # items not queued: the queue was full
-        self._error: BaseException | None = None  # a refusal, raised by the next call
-        self._refused = False
-        self._offline: BaseException | None = None  # the last network failure, until a success
-        self._stalled = False  # a flush ran past the deadline; cleared by the next success
-        self._told = False  # the outage was logged; cleared by the next success
-        self._closing = False
-        self._give_up = False
+        self._was_refused = False
         self._final_status: str | None = "FINISHED"
-        self._ended = False
-        self._wake = True  # find or create the run at once
+        self._ended = False  # the run was marked with its final status
         self._params: dict[str, str] = {}
         self._history: dict[str, set[tuple[int, int]]] = {}
-        self._thread = threading.Thread(
-            target=self._loop, name=f"tallyboard-mlflow-{run_name}", daemon=True
-        )
-        self._thread.start()
+        self.confirm = confirm
+        super().__init__(options, where=self.tracking_uri)  # the sender thread starts here
 
-    # -- the run (sender thread) ---------------------------------------------------------------
+    def default_deadline(self) -> float:
+        """``TALLYBOARD_MLFLOW_DEADLINE`` seconds, else 30."""
+        return deadline()
+
+    def is_refusal(self, exc: BaseException) -> bool:
+        """MLflow answered and refused: see :func:`is_refusal`."""
+        return is_refusal(exc)
+
+    # -- the sender thread's work (NetworkSink) ------------------------------------------------
+
+    def start(self) -> None:
+        """Find or create the run before the first batch."""
+        self._ensure_run()
+
+    def finish(self) -> None:
+        """Mark the run with its final status (none under sync while its writer may run)."""
+        if self._final_status is not None:
+            assert self.run_id is not None
+            self.client.set_terminated(self.run_id, self._final_status)
+            self._ended = True
+
+    def refused(self, error: BaseException) -> None:
+        """A value MLflow refused: the run ends FAILED."""
+        self._was_refused = True
+        if self._final_status is not None:
+            self._final_status = "FAILED"
+
+    def hint(self, outcome: Outcome) -> str:
+        """What ``tallyboard sync`` does about it."""
+        command = f"`tallyboard sync {self.writer_dir} --to {self.chosen}`"
+        if outcome.unsent:
+            return f"the run's local files keep them: {command} sends them"
+        return f"run {self.run_id} is not marked {self._final_status}: {command} ends it"
+
+    # -- the sink ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Send what is queued and end the run, within the deadline; idempotent.
+
+        The run ends ``FAILED`` when the process is ending with an exception (or a value was
+        refused), else ``FINISHED``. What could not be sent in time is said in one
+        ``SinkWarning`` with its count (under ``confirm``: an ``OSError``)."""
+        if self.closed:
+            return
+        self._final_status = self._status_at_close(process_failing())
+        outcome = self.stop()
+        if outcome is None:
+            return
+        with _open_lock:
+            if _open.get(self.key) is self:
+                del _open[self.key]
+        fields: dict[str, Any] = {"unsent": outcome.unsent, "ended": self._ended}
+        if self._final_status is not None:
+            fields["status"] = self._final_status
+        record.update(self.writer_dir, self.tracking_uri, **fields)
+        self.report(outcome)
+
+    def _status_at_close(self, failing: bool) -> str | None:
+        """FAILED or FINISHED; for ``tallyboard sync`` (``confirm``): the status the run's record
+        holds, FINISHED without one, None (leave it) while its writer may still be running."""
+        if self.confirm and not failing and not self._was_refused:
+            recorded = self._record.get("status")
+            if recorded == "RUNNING":
+                return None
+            return recorded if recorded in _ENDED else "FINISHED"
+        return "FAILED" if failing or self._was_refused else "FINISHED"
+
+    def abandon(self) -> None:
+        """In a forked child: forget what is queued (the parent sends it)."""
+        super().abandon()
+        with _open_lock:
+            if _open.get(self.key) is self:
+                del _open[self.key]
 
     def _ensure_run(self) -> str:
         """The run's id: found or created on first use (idempotent, network calls)."""
@@ -335,242 +383,7 @@ class MlflowSink:
             return str(found.experiment_id)
 
     # -- the sink ------------------------------------------------------------------------------
-
-    def write(self, data: Any) -> None:
-        """Queue one encoded record (a heavy kind's encode runs on the sender thread).
-
-        When :data:`MAX_PENDING` records wait (MLflow down or slower than the caller), the
-        caller waits for room only while MLflow answers and at most the deadline; a record
-        that finds no room is left out of MLflow (counted, in the close warning; the local
-        files keep it)."""
-        with self._cond:
-            self._raise_error()
-            if self._closing:
-                raise ValueError("write() on a closed mlflow sink")
-            self._queued += 1
-            if len(self._items) >= MAX_PENDING:
-                self._cond.notify_all()
-                if self._offline is None and not self._stalled:
-                    self._cond.wait_for(
-                        lambda: len(self._items) < MAX_PENDING or self._offline is not None,
-                        self.deadline,
-                    )
-                if len(self._items) >= MAX_PENDING:
-                    self._left_out += 1
-                    self._settled += 1
-                    return
-            self._items.append(data)
-            if len(self._items) == SEND_AT:
-                self._cond.notify_all()
-
-    def flush(self) -> None:
-        """Return once everything queued so far is stored in MLflow, or after the deadline.
-
-        While MLflow does not answer, values stay queued (sent when it answers again) and
-        ``flush`` returns at once; with ``confirm`` it raises ``OSError`` instead. A value
-        MLflow refused is raised as ``OSError``."""
-        with self._cond:
-            self._raise_error()
-            target = self._queued
-            self._wake = True
-            self._cond.notify_all()
-            done = self._cond.wait_for(
-                lambda: (
-                    self._settled >= target
-                    or self._error is not None
-                    or (not self.confirm and self._down())
-                ),
-                self.deadline,
-            )
-            self._raise_error()
-            if done and self._settled >= target:
-                return
-            missing = target - self._settled
-            if not done:
-                self._stalled = True
-            why = self._why()
-            if self.confirm:
-                raise OSError(
-                    f"mlflow sink: {missing} values not stored at {self.tracking_uri} "
-                    f"within {self.deadline:g} s ({why})"
-                )
-            if not self._told:
-                self._told = True
-                log.warning(
-                    "mlflow sink: %d values wait for %s (%s); they are sent when it answers",
-                    missing,
-                    self.tracking_uri,
-                    why,
-                )
-
-    def close(self) -> None:
-        """Send what is queued and end the run, within the deadline; idempotent.
-
-        The run ends ``FAILED`` when the process is ending with an exception (or a value was
-        refused), else ``FINISHED``. What could not be sent in time is said in one
-        ``SinkWarning`` with its count (with ``confirm``: an ``OSError``)."""
-        failing = process_failing()
-        end_by = time.monotonic() + self.deadline
-        with self._cond:
-            if self._closing:
-                return
-            self._closing = True
-            self._final_status = self._status_at_close(failing)
-            self._wake = True
-            self._cond.notify_all()
-        if self._down():  # known down (this run or its parent's): one more short try
-            end_by = min(end_by, time.monotonic() + DOWN_GRACE_SECS)
-        self._thread.join(max(0.0, end_by - time.monotonic()))
-        if self._thread.is_alive():  # the same server: its other runs need not wait for it
-            self._stalled = True
-            if self.parent is not None:
-                self.parent._stalled = True
-        with self._cond:
-            self._give_up = True
-            self._cond.notify_all()
-            unsent = self._queued - self._stored
-            ended, why, status = self._ended, self._why(), self._final_status
-            error, self._error = self._error, None
-        with _open_lock:
-            if _open.get(self.key) is self:
-                del _open[self.key]
-        fields: dict[str, Any] = {"unsent": unsent, "ended": ended}
-        if status is not None:
-            fields["status"] = status
-        record.update(self.writer_dir, self.tracking_uri, **fields)
-        if error is not None:
-            raise OSError(f"mlflow sink failed to log to {self.tracking_uri}: {error}") from error
-        if unsent or (not ended and status is not None):
-            message = (
-                f"mlflow sink: {unsent} values could not be sent to {self.tracking_uri} within "
-                f"{self.deadline:g} s ({why}); the run's local files keep them: "
-                f"`tallyboard sync {self.writer_dir} --to {self.chosen}` sends them"
-                if unsent
-                else f"mlflow sink: run {self.run_id} at {self.tracking_uri} could not be "
-                f"marked {status} within {self.deadline:g} s ({why}); "
-                f"`tallyboard sync {self.writer_dir} --to {self.chosen}` ends it"
-            )
-            if self.confirm:
-                raise OSError(message)
-            import warnings
-
-            warnings.warn(message, SinkWarning, stacklevel=2)
-
-    def _status_at_close(self, failing: bool) -> str | None:
-        """FAILED or FINISHED; for ``tallyboard sync`` (``confirm``): the status the run's record
-        holds, FINISHED without one, None (leave it) while its writer may still be running."""
-        if self.confirm and not failing and not self._refused:
-            recorded = self._record.get("status")
-            if recorded == "RUNNING":
-                return None
-            return recorded if recorded in _ENDED else "FINISHED"
-        return "FAILED" if failing or self._refused else "FINISHED"
-
-    def abandon(self) -> None:
-        """In a forked child: forget what is queued (the parent sends it)."""
-        with self._cond:
-            self._items.clear()
-            self._closing = self._give_up = True
-        with _open_lock:
-            if _open.get(self.key) is self:
-                del _open[self.key]
-
-    def _down(self) -> bool:
-        """MLflow is known not to answer (for this run or its parent's)."""
-        if self._offline is not None or self._stalled:
-            return True
-        return self.parent is not None and self.parent._down()
-
-    @property
-    def unsent(self) -> int:
-        """Values accepted and not (yet) stored in MLflow."""
-        with self._cond:
-            return self._queued - self._stored
-
-    def _why(self) -> str:
-        if self._offline is not None:
-            return f"{type(self._offline).__name__}: {str(self._offline)[:300]}"
-        return "no answer yet"
-
-    def _raise_error(self) -> None:
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise OSError(f"mlflow sink failed to log to {self.tracking_uri}: {error}") from error
-
-    # -- the sender thread ---------------------------------------------------------------------
-
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                pause = self.send_secs
-                if self._offline is not None:
-                    pause = 0.5 if self._closing else RETRY_SECS
-                self._cond.wait_for(
-                    lambda: (
-                        self._give_up or self._closing or self._wake or len(self._items) >= SEND_AT
-                    ),
-                    pause,
-                )
-                if self._give_up:
-                    return
-                items, self._items, self._wake = self._items, [], False
-                closing = self._closing
-            try:
-                self._ensure_run()
-                if items:
-                    self._send(items)
-                if closing and self._final_status is not None:
-                    self.client.set_terminated(self.run_id, self._final_status)
-            except Exception as exc:
-                if is_refusal(exc):  # this batch cannot be stored: raised by the next call
-                    with self._cond:
-                        self._error = self._error or (
-                            exc.args[0] if isinstance(exc, Refused) else exc
-                        )
-                        self._refused = True
-                        self._stored += len(items)  # the refusal is raised, not counted
-                        self._settled += len(items)
-                        if self._final_status is not None:
-                            self._final_status = "FAILED"
-                        self._cond.notify_all()
-                    if closing:
-                        self._end_after_refusal()
-                        return
-                    continue
-                with self._cond:
-                    self._items[:0] = items  # a network failure: keep them, try again
-                    if self._offline is None:
-                        log.warning(
-                            "mlflow sink: %s does not answer (%s: %s); values stay queued",
-                            self.tracking_uri,
-                            type(exc).__name__,
-                            str(exc)[:300],
-                        )
-                    self._offline = exc
-                    self._cond.notify_all()
-                continue
-            with self._cond:
-                self._stored += len(items)
-                self._settled += len(items)
-                self._offline = None
-                self._stalled = self._told = False
-                self._cond.notify_all()
-                if closing and not self._items:
-                    self._ended = True
-                    return
-
-    def _end_after_refusal(self) -> None:
-        """Closing after a refused batch: end the run FAILED (once; a failure is left as is)."""
-        if self.run_id is None or self._final_status is None:
-            return
-        try:
-            self.client.set_terminated(self.run_id, self._final_status)
-        except Exception:
-            return
-        with self._cond:
-            self._ended = True
-
-    def _send(self, items: list[Any]) -> None:
+    def send(self, items: list[Any]) -> None:
         """Send metrics, params and files in separate calls: one failing loses no other kind.
         A network failure is raised at once (the whole batch is sent again; MLflow keeps one
         copy of a metric sent twice); a refusal after everything else was sent."""
@@ -581,12 +394,6 @@ class MlflowSink:
         params: dict[str, str] = {}
         files: list[tuple[str, bytes]] = []
         for item in items:
-            if type(item) is Deferred:
-                try:
-                    item = item()
-                except Exception as exc:
-                    errors.append(exc)
-                    continue
             what = item[0]
             if what == "metric":
                 metrics.append(Metric(item[1], item[2], item[3], item[4]))

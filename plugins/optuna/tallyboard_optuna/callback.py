@@ -8,8 +8,8 @@ from typing import Any
 
 import optuna
 from tallyboard import SummaryWriter, paths
-from tallyboard.faces.summary_writer import parse_sinks
 from tallyboard.plugin.registry import get_registry
+from tallyboard.plugin.sinks import parse_sinks
 from tallyboard_hparams.session import end_session, flat_hparams, start_session
 
 #: How a trial ended, as the HPARAMS session status (a pruned trial neither failed nor

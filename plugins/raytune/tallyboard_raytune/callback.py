@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 from ray.tune.logger import TBXLoggerCallback
 from tallyboard import SummaryWriter, paths
-from tallyboard.faces.summary_writer import parse_sinks
 from tallyboard.plugin.registry import get_registry
+from tallyboard.plugin.sinks import parse_sinks
 from tallyboard_hparams.session import end_session, flat_hparams, start_session
 
 log = logging.getLogger(__name__)

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from tallyboard import SummaryWriter, paths
-from tallyboard.faces.summary_writer import default_log_dir, parse_sinks
+from tallyboard.faces.summary_writer import default_log_dir
 from tallyboard.plugin.registry import get_registry
+from tallyboard.plugin.sinks import parse_sinks
 from tallyboard_hparams.session import end_session, start_session
 from transformers import TrainerCallback
 

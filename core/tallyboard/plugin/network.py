@@ -1,0 +1,560 @@
+"""A base class for sinks that send over a network: queue, sender thread, deadline, retries.
+
+A sink that sends to a server must never make training wait on the network, never hang in
+``flush()`` or ``close()``, and never lose a value silently. :class:`NetworkSink` does all of
+that once; a subclass writes only how one batch is sent::
+
+    class WebhookSink(NetworkSink):
+        def __init__(self, options):
+            self.url = options.location
+            super().__init__(options, where=self.url)  # starts the sender thread: call it last
+
+        def send(self, items):
+            ...  # POST them; raise Refused(...) if the server refuses, any other error retries
+
+What it does:
+
+- ``write`` only queues (a bounded queue: :attr:`NetworkSettings.max_pending` values wait at
+  most; beyond that the caller waits for room while the server answers, at most the deadline,
+  and a value that finds none is left out and counted).
+- A sender thread sends batches of at most :attr:`NetworkSettings.batch_size` values, as soon as
+  that many wait, at the latest :attr:`NetworkSettings.send_secs` after the oldest was queued, and
+  at once on ``flush()`` or ``close()``. Heavy kinds' :class:`~tallyboard.plugin.sinks.Deferred`
+  encodes run there, off the training loop.
+- A failed batch (any exception but :class:`Refused`) is sent again, after a pause that doubles
+  from :attr:`NetworkSettings.retry_secs` up to :attr:`NetworkSettings.retry_max_secs`; values
+  stay queued through an outage. A :class:`Refused` batch is not sent again: the refusal is
+  raised as ``OSError`` by the next ``write``, ``flush`` or ``close``.
+- ``flush()`` returns once everything written so far was delivered, or when the server is known
+  not to answer, or after the deadline; when it returns with values undelivered it says so then
+  (one :class:`~tallyboard.warn.SinkWarning` per outage, counting them). ``close()`` sends what is
+  queued and calls :meth:`NetworkSink.finish` within the deadline (a short grace when the server
+  is known down), then reports what was not delivered in one ``SinkWarning`` with its count.
+- With :attr:`~tallyboard.plugin.sinks.SinkOptions.confirm` (``tallyboard sync``), ``flush()``
+  raises ``OSError`` unless everything was delivered, and ``close()`` raises instead of warning:
+  sync remembers as sent only what a ``flush()`` confirmed.
+- Sinks sending to the same place (the same ``where``) share what they know of it: once one
+  found it down, the others' ``flush()`` and ``close()`` do not each wait the whole deadline.
+
+Every duration is a setting (:class:`NetworkSettings`), so a user shortens it with
+``("webhook+http://host/in", {"deadline": 2})`` and tests keep their waits short.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from tallyboard.plugin.sinks import Deferred, SinkOptions
+from tallyboard.warn import SinkWarning, warn
+
+log = logging.getLogger("tallyboard.network")
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """The settings every :class:`NetworkSink` takes, beside its name in ``sinks=``.
+
+    A sink with settings of its own subclasses this (``@dataclass(frozen=True)``) and names its
+    subclass in ``SinkSpec(settings=...)``.
+
+    Attributes:
+        deadline: Seconds ``flush()`` and ``close()`` wait for the server at most, whatever the
+            network does. None: the sink's default (:meth:`NetworkSink.default_deadline`).
+        max_pending: Values that may wait to be sent; beyond that a ``write`` waits for room
+            (while the server answers, at most the deadline), and a value that finds none is
+            left out and counted.
+        batch_size: Most values handed to one :meth:`NetworkSink.send`; that many waiting wake
+            the sender.
+        send_secs: Longest a value waits before it is sent. None: the writer's ``flush_secs``,
+            10 s at most.
+        retry_secs: Pause after a failed send; it doubles after each failure in a row.
+        retry_max_secs: Longest pause between two tries.
+        grace_secs: What ``close()`` waits when the server is already known not to answer (one
+            more try), instead of the whole deadline.
+    """
+
+    deadline: float | None = None
+    max_pending: int = 100_000
+    batch_size: int = 1000
+    send_secs: float | None = None
+    retry_secs: float = 0.5
+    retry_max_secs: float = 5.0
+    grace_secs: float = 2.0
+
+    def __post_init__(self) -> None:
+        for name in ("deadline", "send_secs", "retry_secs", "retry_max_secs", "grace_secs"):
+            value = getattr(self, name)
+            if value is None and name in ("deadline", "send_secs"):
+                continue
+            if not (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and value > 0
+            ):
+                raise ValueError(
+                    f"setting {name!r} must be a positive number of seconds, got {value!r}"
+                )
+        for name in ("max_pending", "batch_size"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"setting {name!r} must be an int of at least 1, got {value!r}")
+
+
+class Refused(Exception):
+    """Raised by :meth:`NetworkSink.send`: the other end answered and refused these values.
+
+    Sending them again cannot help, so they are not retried; the refusal is raised as
+    ``OSError`` by the sink's next ``write``, ``flush`` or ``close``. Any other exception from
+    ``send`` counts as a network failure, and the batch is sent again.
+    """
+
+
+class Outcome(NamedTuple):
+    """What :meth:`NetworkSink.stop` found when the sink closed."""
+
+    #: values accepted and never delivered (refused ones are not counted: they were raised).
+    unsent: int
+    #: True when :meth:`NetworkSink.finish` ran to its end.
+    finished: bool
+    #: why the server did not take them (the last failure), for messages.
+    why: str
+    #: a refusal not raised yet.
+    error: BaseException | None
+
+
+class _Place:
+    """What the sinks sending to one place know of it."""
+
+    __slots__ = ("offline", "stalled", "told")
+
+    def __init__(self) -> None:
+        #: the last network failure, until a success.
+        self.offline: BaseException | None = None
+        #: a flush or close ran past the deadline without an answer; cleared by a success.
+        self.stalled = False
+        #: the outage was said (a flush warning); cleared by a success.
+        self.told = False
+
+    def down(self) -> bool:
+        return self.offline is not None or self.stalled
+
+
+_places: dict[str, _Place] = {}
+_places_lock = threading.Lock()
+
+
+def _place(where: str) -> _Place:
+    with _places_lock:
+        place = _places.get(where)
+        if place is None:
+            place = _places[where] = _Place()
+        return place
+
+
+class NetworkSink:
+    """A sink that sends batches from a thread of its own, under a deadline.
+
+    Subclass it, implement :meth:`send` (and, if needed, :meth:`start` and :meth:`finish`), and
+    call ``super().__init__(options, where=...)`` at the end of your ``__init__``: the sender
+    thread starts there. The writer's calls (``write``, ``flush``, ``close``, ``abandon``) are
+    this class's; see the module's documentation for what each promises.
+
+    Args:
+        options: What the writer opened the sink with; :attr:`SinkOptions.settings` may be a
+            :class:`NetworkSettings` (or a subclass): the defaults are used otherwise.
+        where: The place values go (a URL), named in messages; sinks with the same ``where``
+            share what they know of it (down or answering).
+
+    Attributes:
+        options: The options given.
+        settings: The :class:`NetworkSettings` in force.
+        where: The place values go.
+        name: The sink's name in messages (the ``sinks=`` entry's sink).
+        deadline: Seconds ``flush()`` and ``close()`` wait at most.
+        confirm: True under ``tallyboard sync``.
+        send_secs: Longest a value waits before it is sent.
+    """
+
+    def __init__(self, options: SinkOptions, *, where: str) -> None:
+        settings = options.settings
+        if not isinstance(settings, NetworkSettings):
+            settings = NetworkSettings()
+        self.options = options
+        self.settings = settings
+        self.where = str(where)
+        text = str(options.extra.get("sink", "")) or type(self).__name__
+        self.name = text.split("://", 1)[0].split("+", 1)[0]
+        self.deadline = (
+            float(settings.deadline) if settings.deadline is not None else self.default_deadline()
+        )
+        self.confirm = bool(options.confirm or options.extra.get("confirm", False))
+        self.send_secs = (
+            float(settings.send_secs)
+            if settings.send_secs is not None
+            else min(float(options.flush_secs), 10.0)
+        )
+        self._place = _place(self.where)
+        self._cond = threading.Condition()
+        self._items: list[Any] = []
+        self._queued = 0  # values ever accepted by write
+        self._delivered = 0
+        self._refused = 0
+        self._left_out = 0  # values that found the queue full
+        self._error: BaseException | None = None  # a refusal, raised by the next call
+        self._failing = False  # this sink's last try failed: wait before the next
+        self._started = False
+        self._finished = False
+        self._closing = False
+        self._give_up = False
+        self._wake = True  # start() at once
+        self._trying: list[Any] = []  # the batch the sender thread is sending
+        self._thread = threading.Thread(
+            target=self._loop, name=f"tallyboard-{self.name}-{options.run}", daemon=True
+        )
+        self._thread.start()
+
+    # -- what a subclass writes ----------------------------------------------------------------
+
+    def send(self, items: list[Any]) -> None:
+        """Send one batch (on the sender thread): the encoders' outputs, in write order.
+
+        Args:
+            items: At most :attr:`NetworkSettings.batch_size` values, ``Deferred`` encodes
+                already run.
+
+        Raises:
+            Refused: The server refused them (sending again cannot help).
+            Exception: Anything else is a network failure: the batch is sent again later.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement send(items)")
+
+    def start(self) -> None:
+        """Prepare the other end before the first batch (on the sender thread): create a run,
+        log in. Tried again after a failure, like a batch; does nothing by default."""
+
+    def finish(self) -> None:
+        """Conclude at ``close()``, after the last batch (on the sender thread): end a run.
+        Tried again after a failure until the deadline; does nothing by default."""
+
+    def default_deadline(self) -> float:
+        """The deadline when the user set none: 30 seconds (a sink may read an environment
+        variable here)."""
+        return 30.0
+
+    def is_refusal(self, exc: BaseException) -> bool:
+        """Whether an exception from :meth:`send` means "refused" (not retried); by default
+        only :class:`Refused`."""
+        return isinstance(exc, Refused)
+
+    def refused(self, error: BaseException) -> None:
+        """Called on the sender thread when a batch was refused (say, to end a run FAILED)."""
+
+    def hint(self, outcome: Outcome) -> str:
+        """Words added to the close message when values were not delivered (what to do)."""
+        return ""
+
+    # -- the sink ------------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` (or ``abandon()``) began."""
+        return self._closing
+
+    @property
+    def unsent(self) -> int:
+        """Values accepted and not (yet) delivered; refused ones are not counted."""
+        with self._cond:
+            return self._queued - self._delivered - self._refused
+
+    def write(self, data: Any) -> None:
+        """Queue one encoded value; never waits on the network, but for room in a full queue.
+
+        Raises:
+            OSError: An earlier batch was refused.
+            ValueError: The sink is closed.
+        """
+        with self._cond:
+            if self._error is not None:
+                self._raise_error()
+            if self._closing:
+                raise ValueError(f"write() on a closed {self.name} sink")
+            self._queued += 1
+            items = self._items
+            limit = self.settings.max_pending
+            if len(items) >= limit:
+                self._cond.notify_all()
+                if not self._place.down():
+                    self._cond.wait_for(
+                        lambda: len(items) < limit or self._place.down(), self.deadline
+                    )
+                if len(items) >= limit:
+                    self._left_out += 1
+                    return
+            items.append(data)
+            if len(items) == self.settings.batch_size:
+                self._cond.notify_all()
+
+    def flush(self) -> None:
+        """Return once everything written so far is delivered, the server is known not to
+        answer, or the deadline passed; say so when values are left undelivered.
+
+        Raises:
+            OSError: A batch was refused; or, under ``confirm``, values are undelivered.
+        """
+        with self._cond:
+            self._raise_error()
+            target = self._queued
+            self._wake = True
+            self._cond.notify_all()
+            done = self._cond.wait_for(
+                lambda: (
+                    self._settled() >= target
+                    or self._error is not None
+                    or (not self.confirm and self._place.down())
+                ),
+                self.deadline,
+            )
+            self._raise_error()
+            missing = target - self._settled()
+            if missing <= 0:
+                return
+            if not done:
+                self._place.stalled = True
+            why = self._why()
+            if self.confirm:
+                raise OSError(
+                    f"{self.name} sink: {missing} values not delivered to {self.where} "
+                    f"within {self.deadline:g} s ({why})"
+                )
+            tell = not self._place.told
+            self._place.told = True
+        if tell:
+            warn(
+                f"{self.name} sink: {missing} values are not sent to {self.where} yet ({why}); "
+                "they stay queued and are sent when it answers",
+                SinkWarning,
+            )
+
+    def close(self) -> None:
+        """Send what is queued and :meth:`finish`, within the deadline; idempotent.
+
+        What could not be delivered is said in one ``SinkWarning`` with its count.
+
+        Raises:
+            OSError: A batch was refused; or, under ``confirm``, values are undelivered.
+        """
+        outcome = self.stop()
+        if outcome is not None:
+            self.report(outcome)
+
+    def stop(self) -> Outcome | None:
+        """The first half of :meth:`close`: send, finish and stop the thread within the
+        deadline; None when the sink was closed already. A subclass that records the outcome
+        somewhere overrides ``close`` as ``stop()``, its own work, then :meth:`report`."""
+        end_by = time.monotonic() + self.deadline
+        with self._cond:
+            if self._closing:
+                return None
+            self._closing = True
+            self._wake = True
+            self._cond.notify_all()
+        if self._place.down():  # known down: one more short try, not the whole deadline
+            end_by = min(end_by, time.monotonic() + self.settings.grace_secs)
+        self._thread.join(max(0.0, end_by - time.monotonic()))
+        if self._thread.is_alive():
+            self._place.stalled = True
+        with self._cond:
+            self._give_up = True
+            self._cond.notify_all()
+            error, self._error = self._error, None
+            return Outcome(
+                self._queued - self._delivered - self._refused, self._finished, self._why(), error
+            )
+
+    def report(self, outcome: Outcome) -> None:
+        """The second half of :meth:`close`: raise a refusal, then say (or, under ``confirm``,
+        raise) what was not delivered."""
+        if outcome.error is not None:
+            raise OSError(
+                f"{self.name} sink failed to send to {self.where}: {outcome.error}"
+            ) from outcome.error
+        if not outcome.unsent and outcome.finished:
+            return
+        if outcome.unsent:
+            message = (
+                f"{self.name} sink: {outcome.unsent} values could not be sent to {self.where} "
+                f"within {self.deadline:g} s ({outcome.why})"
+            )
+        else:
+            message = (
+                f"{self.name} sink: could not finish at {self.where} within "
+                f"{self.deadline:g} s ({outcome.why})"
+            )
+        hint = self.hint(outcome)
+        if hint:
+            message = f"{message}; {hint}"
+        if self.confirm:
+            raise OSError(message)
+        warn(message, SinkWarning)
+
+    def abandon(self) -> None:
+        """In a forked child: forget what is queued (the parent sends it); no network call."""
+        with self._cond:
+            self._items.clear()
+            self._closing = self._give_up = True
+            self._cond.notify_all()
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _settled(self) -> int:
+        return self._delivered + self._refused + self._left_out
+
+    def _why(self) -> str:
+        offline = self._place.offline
+        if offline is not None:
+            return f"{type(offline).__name__}: {str(offline)[:300]}"
+        return "no answer yet"
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise OSError(f"{self.name} sink failed to send to {self.where}: {error}") from error
+
+    def _loop(self) -> None:
+        cond, settings = self._cond, self.settings
+        pause = settings.retry_secs
+        while True:
+            with cond:
+                if self._failing:  # a pause after a failure: giving up or closing ends it early
+                    closing = self._closing
+
+                    def ended(closing: bool = closing) -> bool:
+                        return self._give_up or self._closing != closing
+
+                    cond.wait_for(ended, pause)
+                    if self._closing != closing:  # close(): one more try now
+                        pause = settings.retry_secs
+                    else:
+                        pause = min(pause * 2, settings.retry_max_secs)
+                else:
+                    cond.wait_for(
+                        lambda: (
+                            self._give_up
+                            or self._wake
+                            or self._closing
+                            or len(self._items) >= settings.batch_size
+                        ),
+                        self.send_secs,
+                    )
+                if self._give_up:
+                    return
+                batch = self._items[: settings.batch_size]
+                del self._items[: len(batch)]
+                self._wake = bool(self._items)
+                last = self._closing and not self._items
+            ready = self._resolve(batch)
+            if ready or not self._started:
+                if not self._try(self._send, ready):
+                    continue
+                pause = settings.retry_secs
+            if last and (not self._overrides("finish") or self._try(self._finish, [])):
+                with cond:
+                    self._finished = True
+                    cond.notify_all()
+                return
+
+    def _resolve(self, batch: list[Any]) -> list[Any]:
+        """``batch`` with its Deferred encodes run; a value whose encode fails is refused."""
+        if not any(type(item) is Deferred for item in batch):
+            return batch
+        ready = []
+        for item in batch:
+            if type(item) is Deferred:
+                try:
+                    item = item()
+                except Exception as exc:  # this value cannot be encoded: refused, not retried
+                    self._refuse(1, exc)
+                    continue
+            ready.append(item)
+        return ready
+
+    def _overrides(self, name: str) -> bool:
+        """Whether the subclass implements hook ``name`` (the base's do nothing, call no one)."""
+        return getattr(type(self), name) is not getattr(NetworkSink, name)
+
+    def _send(self) -> bool:
+        """Start if not started, then hand the batch being tried to :meth:`send`; True when
+        the other end was called."""
+        called = False
+        if not self._started:
+            if self._overrides("start"):
+                self.start()
+                called = True
+            self._started = True
+        if self._trying:
+            self.send(self._trying)
+            called = True
+        return called
+
+    def _finish(self) -> bool:
+        self.finish()
+        return True
+
+    def _try(self, fn: Any, items: list[Any]) -> bool:
+        """``fn()`` for ``items``: True when it worked (or was refused), False after a network
+        failure (the items are queued again, in order, before the others). What the place is
+        known to be (answering or not) changes only when ``fn`` called it."""
+        self._trying = items
+        try:
+            called = fn()
+        except Exception as exc:
+            if self.is_refusal(exc):
+                self._refuse(len(items), exc)
+                self._answered()  # it answered, if only to refuse
+                return True
+            with self._cond:
+                self._items[:0] = items
+                if self._place.offline is None:
+                    log.warning(
+                        "%s sink: %s does not answer (%s: %s); values stay queued",
+                        self.name,
+                        self.where,
+                        type(exc).__name__,
+                        str(exc)[:300],
+                    )
+                self._place.offline = exc
+                self._failing = True
+                self._cond.notify_all()
+            return False
+        finally:
+            self._trying = []
+        with self._cond:
+            self._delivered += len(items)
+        if called:
+            self._answered()
+        return True
+
+    def _answered(self) -> None:
+        with self._cond:
+            self._failing = False
+            self._place.offline = None
+            self._place.stalled = self._place.told = False
+            self._cond.notify_all()
+
+    def _refuse(self, count: int, exc: BaseException) -> None:
+        cause = exc.args[0] if type(exc) is Refused and exc.args else None
+        with self._cond:
+            self._refused += count
+            if self._error is None:
+                self._error = cause if isinstance(cause, BaseException) else exc
+            self._cond.notify_all()
+        self.refused(exc)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.where!r} run={self.options.run!r}>"
