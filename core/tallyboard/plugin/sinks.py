@@ -42,11 +42,22 @@ class Sink(Protocol):
     step of one value) without building a ``Recorded``; without them it gets ``write``.
     """
 
-    def write(self, data: Any) -> None: ...
+    def write(self, data: Any) -> None:
+        """Take one encoded record (or a :class:`Deferred` to resolve); called in the caller's
+        thread, possibly from several threads at once, so it must be thread-safe and cheap."""
+        ...
 
-    def flush(self) -> None: ...
+    def flush(self) -> None:
+        """Return once everything written so far is stored.
 
-    def close(self) -> None: ...
+        Raises:
+            OSError: storing failed (with several sinks the writer reports it and goes on).
+        """
+        ...
+
+    def close(self) -> None:
+        """Flush and release everything; called once per open, and must be idempotent."""
+        ...
 
 
 class Deferred:
@@ -60,6 +71,7 @@ class Deferred:
         self.size_hint = size_hint
 
     def __call__(self) -> Any:
+        """Run the encode now and return the encoded data."""
         return self.encode(*self.args)
 
 
