@@ -55,7 +55,7 @@ autodoc_default_options = {"members": True, "member-order": "bysource"}
 autodoc_typehints = "description"
 autodoc_typehints_description_target = "documented_params"
 autodoc_class_signature = "separated"
-autodoc_preserve_defaults = True
+autodoc_preserve_defaults = False
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 
