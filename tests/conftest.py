@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh log directory and TensorBoard's own reader."""
+"""Shared fixtures: a fresh log directory and TensorBoard's own reader; and which test modules
+pytest-xdist keeps on one worker."""
 
 from __future__ import annotations
 
@@ -7,6 +8,55 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Modules whose tests share a costly module-scoped setup (runs written by Keras, Lightning,
+# Hugging Face and the demo for the browser; a Ray runtime; a fitted model; the built site or
+# distributions). With pytest-xdist (`-n auto`) the tests of each run on one worker, so that setup
+# is made once instead of once per worker; every other test is handed out on its own. (xdist's
+# own `--dist loadgroup` does this with marks, but its grouping silently does nothing on pytest
+# 9.2, pytest-dev/pytest-xdist#1386: hence a scheduler of our own, below.)
+ONE_WORKER_MODULES = {
+    "test_accelerate",
+    "test_browser_dashboards",
+    "test_docs_site",
+    "test_keras_callback",
+    "test_keras_parity",
+    "test_lightning_parity",
+    "test_optuna",
+    "test_packaging",
+    "test_raytune",
+    "test_transformers_parity",
+    "test_world_fixtures",
+}
+# Modules holding the longest tests (a minute or more of waiting on servers and deadlines on a
+# loaded 2-core machine): started first, so that no worker begins one when the rest is done.
+FIRST_MODULES = ("test_sync", "test_browser_dashboards", "test_docs_site", "test_faces_visible")
+
+
+def _module(nodeid: str) -> str:
+    return Path(nodeid.split("::", 1)[0]).stem
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest modules first (a stable sort: the same order in every xdist worker)."""
+    rank = {name: i for i, name in enumerate(FIRST_MODULES)}
+    items.sort(key=lambda item: rank.get(_module(item.nodeid), len(rank)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Hand out ONE_WORKER_MODULES a module at a time and every other test one at a time."""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None  # a --dist the caller chose
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = _module(nodeid)
+            return module if module in ONE_WORKER_MODULES else nodeid
+
+    return Scheduling(config, log)
 
 
 @pytest.fixture

@@ -1,10 +1,15 @@
-"""Every code block of README.md and docs/*.md runs, so the documentation cannot rot.
+"""Every code block of README.md and of docs/ (every ``*.md`` in it and its subfolders, the pages
+of the documentation site) runs, so the documentation cannot rot.
 
 The convention (also in docs/plugins.md, "Code blocks in these docs are tested"):
 
 - A fence whose language is ``python``, ``bash``, ``sh`` or ``console`` is code and is run;
   ``text``, ``toml``, ``json``, ``yaml``, ``ini`` or none (e.g. the layout tree) is not code; any
-  other language fails (so a ``py`` or ``shell`` block cannot slip through unrun).
+  other language fails (so a ``py`` or ``shell`` block cannot slip through unrun). A MyST
+  directive fence (``{toctree}``, ``{eval-rst}`` holding autodoc directives, ``{include}``, ...)
+  is not code when its directive is one of ``DIRECTIVES``; a code directive (``{code-block}``)
+  or an ``eval-rst`` block holding one fails, as would a page included whole that holds code
+  blocks this test does not already run.
 - A python block runs in its own ``python`` subprocess (this interpreter) with a fresh temporary
   working directory, so relative paths (``runs/...``) land there; ``examples`` in that directory
   links to the repository's ``examples/`` and ``TALLYBOARD_REPO`` names the repository root. A
@@ -49,13 +54,34 @@ from tb_server import tensorboard_server
 from test_example_plugin import EXAMPLE, example_installed  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [
+    ROOT / "README.md",
+    *sorted(
+        p
+        for p in (ROOT / "docs").rglob("*.md")
+        if not any(part.startswith("_") for part in p.relative_to(ROOT / "docs").parts)
+    ),
+]
 CODE = {"python", "bash", "sh", "console"}
 NOT_CODE = {"", "text", "toml", "json", "yaml", "ini"}  # any other fence language fails
 MARKS = {"continue", "s3", "example", "fragment", "pytest", "ci"}
+# MyST directives that show no code: the site's structure, the API reference, notes.
+DIRECTIVES = {
+    "toctree",
+    "eval-rst",
+    "include",
+    "tallyboard-cli",
+    "note",
+    "tip",
+    "warning",
+    "important",
+    "seealso",
+    "admonition",
+}
+CODE_IN_RST = re.compile(r"^\s*\.\.\s+(code-block|code|sourcecode|literalinclude)::", re.M)
 TIMEOUT = 180
 MARKER = re.compile(r"^<!--\s*docs-test:\s*(.*?)\s*-->$")
-FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
+FENCE = re.compile(r"^(\s*)```(\S*)(?:[ \t]+(\S.*?))?\s*$")  # indent, language, argument
 
 
 @dataclass
@@ -65,10 +91,12 @@ class Block:
     lang: str
     text: str
     marks: set[str] = field(default_factory=set)
+    arg: str = ""  # what follows the language on the fence line (a directive's argument)
 
     @property
     def where(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
+        path = self.path.relative_to(ROOT) if self.path.is_relative_to(ROOT) else self.path
+        return f"{path}:{self.line}"
 
 
 def parse(path: Path) -> list[Block]:
@@ -86,7 +114,7 @@ def parse(path: Path) -> list[Block]:
         while j < len(lines) and not re.match(rf"^{re.escape(m.group(1))}```\s*$", lines[j]):
             j += 1
         body = "\n".join(ln[len(m.group(1)) :] for ln in lines[i + 1 : j]) + "\n"
-        blocks.append(Block(path, i + 1, m.group(2).lower(), body, marks))
+        blocks.append(Block(path, i + 1, m.group(2).lower(), body, marks, m.group(3) or ""))
         i = j + 1
     return blocks
 
@@ -109,10 +137,31 @@ def units() -> list[list[Block]]:
 UNITS = units()
 
 
+def check_directive(b: Block) -> None:
+    """A MyST directive fence shows no code that this test does not run."""
+    name = b.lang[1:-1]
+    assert b.lang.startswith("{") and b.lang.endswith("}") and name in DIRECTIVES, (
+        f"{b.where}: directive {b.lang} is not one known to show no code ({sorted(DIRECTIVES)}); "
+        "show code in a python/bash/console fence, which this test runs"
+    )
+    if name == "eval-rst":
+        assert not CODE_IN_RST.search(b.text), f"{b.where}: code inside an eval-rst block"
+    if name == "include":
+        included = (b.path.parent / b.arg).resolve()
+        assert included.is_file(), f"{b.where}: {{include}} of a missing file {b.arg!r}"
+        if included not in DOCS:
+            code = [x for x in parse(included) if x.lang in CODE]
+            assert not code, f"{b.where}: includes {included.name}, whose code blocks no test runs"
+
+
 def test_every_fence_is_runnable_code_or_plain_text_with_known_markers() -> None:
     assert sum(len(u) for u in UNITS) >= 20
     for path in DOCS:
         for b in parse(path):
+            if b.lang.startswith("{"):
+                check_directive(b)
+                assert not b.marks, f"{b.where}: a docs-test marker on a directive"
+                continue
             assert b.lang in CODE | NOT_CODE, (
                 f"{b.where}: fence language {b.lang!r} is neither code this test runs ({CODE}) "
                 f"nor plain text ({NOT_CODE - {''}}); use one of those"
@@ -362,3 +411,20 @@ def test_an_unmarked_block_of_unknown_kind_fails_with_how_to_mark_it(tmp_path: P
     [block] = parse(md)
     assert block.marks == {"pytest"} and block.text == "echo hi\n"
     assert _runner([block]) is None
+
+
+def test_directive_fences_show_no_code_that_escapes_this_test(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```{toctree}\nintro\n```\n"
+        "```{include} other.md\n```\n"
+        "```{code-block} python\nprint(1)\n```\n"
+        "```{eval-rst}\n.. code-block:: python\n\n   print(1)\n```\n"
+    )
+    (tmp_path / "other.md").write_text("```python\nprint(2)\n```\n")
+    toctree, include, code_block, rst = parse(page)
+    assert (toctree.lang, include.arg, code_block.arg) == ("{toctree}", "other.md", "python")
+    check_directive(toctree)
+    for bad, why in ((include, "whose code blocks"), (code_block, "not one known"), (rst, "code")):
+        with pytest.raises(AssertionError, match=why):
+            check_directive(bad)

@@ -25,44 +25,38 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tallyboard-example
 DIST = "tallyboard-example"
 
 
-def _installed() -> bool:
-    out = subprocess.run(
-        [sys.executable, "-m", "pip", "show", "-q", DIST], capture_output=True, timeout=120
-    )
-    return out.returncode == 0
-
-
 @pytest.fixture(scope="session")
 def example_installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """``pip install`` the example (from a copy, so no build files land in the repository)."""
-    was_installed = _installed()
-    src = tmp_path_factory.mktemp("example") / EXAMPLE.name
+    """``pip install`` the example into a folder of this test process only (``--target``), put
+    first on ``sys.path`` and on ``PYTHONPATH`` for the subprocesses the tests start: its entry
+    point is then found as an installed distribution's, while the shared environment stays
+    untouched, so tests running in other processes at the same time (pytest-xdist) never see it
+    appear or vanish. Built from a copy, so no build files land in the repository."""
+    import os
+
+    root = tmp_path_factory.mktemp("example")
+    src, target = root / EXAMPLE.name, root / "site"
     shutil.copytree(
         EXAMPLE, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
     )
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        "--no-deps",
-        "--no-build-isolation",
-        str(src),
-    ]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
+    out = subprocess.run(
+        [*cmd, "--target", str(target), str(src)], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stdout + out.stderr
+    old_path = os.environ.get("PYTHONPATH")
+    sys.path.insert(0, str(target))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(target), old_path) if p)
     importlib.invalidate_caches()
     reset_registry()
     yield
-    if not was_installed:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "uninstall", "-y", "-q", DIST],
-            capture_output=True,
-            timeout=120,
-        )
-        sys.modules.pop("tallyboard_example", None)
-        importlib.invalidate_caches()
+    sys.path.remove(str(target))
+    if old_path is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = old_path
+    sys.modules.pop("tallyboard_example", None)
+    importlib.invalidate_caches()
     reset_registry()
 
 

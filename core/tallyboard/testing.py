@@ -62,14 +62,21 @@ class MemorySink:
         self._store = store
 
     def write(self, data: Record | Deferred) -> None:
+        """Keep ``data`` (a :class:`Deferred` is resolved here, in the caller's thread).
+
+        Raises:
+            ValueError: the sink was closed.
+        """
         if self.closed:
             raise ValueError(f"write to closed memory sink for {self.log_dir}")
         self.records.append(data if isinstance(data, Record) else data())
 
     def flush(self) -> None:
+        """Count the flush (``flushes``); everything written is already kept."""
         self.flushes += 1
 
     def close(self) -> None:
+        """Mark the sink closed (``closed``); the records stay readable."""
         self.closed = True
 
 
@@ -94,12 +101,14 @@ class MemoryPlugin:
 
     @hookimpl
     def register_sinks(self, register: Callable[[Any], None]) -> None:
+        """Register the memory sink under this plugin's name."""
         register(
             SinkSpec(name=self.name, open=self._open, description="records kept in memory (tests)")
         )
 
     @hookimpl
     def register_encoders(self, register: Callable[[str, str, Callable[..., Any]], None]) -> None:
+        """Register :func:`encode_any` for every kind (``"*"``) into the memory sink."""
         register("*", self.name, encode_any)
 
     @property

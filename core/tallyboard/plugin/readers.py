@@ -32,14 +32,15 @@ class Batch:
     wall_times: list[float] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    #: more scalars, decoded in bulk by a reader: ``(tag names, codes, step, wall_time, value)``,
-    #: numpy arrays of int32 codes into the names, int64, float64, float64.
+    #: More scalars, decoded in bulk by a reader, as ``(tag names, codes, step, wall_time,
+    #: value)``: the names, then numpy arrays of int32 codes into them, int64, float64, float64.
     columns: list[tuple[list[str], Any, Any, Any, Any]] = field(default_factory=list)
     #: values no decoder took, counted by ``(plugin name, tag)`` (the plugin name, or what holds
     #: the value when it names none), so nothing is dropped silently.
     undecoded: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def add_row(self, kind: str, row: dict[str, Any]) -> None:
+        """Add one decoded value of ``kind`` (its fields, with ``tag``, ``step``, ``wall_time``)."""
         self.rows.setdefault(kind, []).append(row)
 
     def scalars(self) -> tuple[Any, Any, Any, Any]:
@@ -87,7 +88,10 @@ class Batch:
 class FileReader(Protocol):
     """An open file of a run; ``read_new`` returns the records appended since the last call."""
 
-    def read_new(self) -> Batch: ...
+    def read_new(self) -> Batch:
+        """The records appended since the last call (all of them the first time); a record
+        still being written is left for the next call."""
+        ...
 
 
 #: bytes a :class:`ChunkedFileReader` reads at a time.
@@ -113,7 +117,7 @@ class ChunkedFileReader:
     chunk_size: int = CHUNK
     #: the longest unit (record, line) read whole; protobuf's own limit for a message is 2 GiB.
     max_unit: int = 1 << 31
-    #: the byte ending a unit, for formats that can skip an overlong one (lines: ``b"\n"``).
+    #: The byte ending a unit, for formats that can skip an overlong one (``b"\n"`` for lines).
     unit_end: bytes | None = None
 
     def __init__(self, fs: Any, path: str) -> None:

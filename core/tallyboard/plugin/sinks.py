@@ -95,13 +95,22 @@ class Sink(Protocol):
     """
 
     def write(self, data: Any) -> None:
-        """Take one encoded record (or a :class:`Deferred`); cheap, called in the training loop."""
+        """Take one encoded record (or a :class:`Deferred` to resolve); called in the caller's
+        thread, possibly from several threads at once, so it must be thread-safe and cheap."""
+        ...
 
     def flush(self) -> None:
-        """Return once everything written so far is stored (or raise ``OSError``)."""
+        """Return once everything written so far is stored.
+
+        Raises:
+            OSError: storing failed (with several sinks the writer reports it and goes on).
+        """
+        ...
 
     def close(self) -> None:
-        """Store everything and release the sink; idempotent. No ``flush()`` is called first."""
+        """Store everything and release the sink; called once per open, and must be idempotent.
+        No ``flush()`` is called first."""
+        ...
 
 
 class Deferred:
@@ -121,6 +130,7 @@ class Deferred:
         self.size_hint = size_hint
 
     def __call__(self) -> Any:
+        """Run the encode now and return the encoded data."""
         return self.encode(*self.args)
 
 
