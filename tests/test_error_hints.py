@@ -237,3 +237,14 @@ def test_add_figure_without_matplotlib_names_the_extra(writer, monkeypatch):
         "add_figure needs matplotlib, which is not installed: "
         'pip install "tallyboard[figures]" (from a checkout: pip install ".[figures]")'
     )
+
+
+def test_a_plugins_missing_extra_names_its_own_distribution() -> None:
+    from tallyboard.extras import require
+
+    with pytest.raises(MissingExtra) as info:
+        require("no_such_module_xyz", "plots", "confusion charts", distribution="tb-confusion")
+    assert str(info.value) == (
+        "confusion charts needs no_such_module_xyz, which is not installed: "
+        'pip install "tb-confusion[plots]"'
+    )

@@ -90,7 +90,6 @@ AWAITING: set[str] = {
     "tallyboard.faces.ops.ImageSummary.__call__",
     "tallyboard.faces.ops.TensorSummary.__call__",
     "tallyboard.faces.ops.HistogramSummary.__call__",
-    "tallyboard.monitor.TensorboardEventHandler.__call__",
 }
 
 

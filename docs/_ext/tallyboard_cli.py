@@ -2,8 +2,8 @@
 generated from the same argparse help the command prints (written once, in the code).
 
 ``.. tallyboard-cli::`` (in MyST: a ```` ```{tallyboard-cli} ```` fence) renders ``tallyboard
---help`` and then, as a section each, ``tallyboard <command> --help`` for every command the main
-help lists, so a new command appears here without editing the page.
+--help`` and then, as a section each, ``tallyboard <command> --help`` for every command its parser
+has, so a new command appears here without editing the page.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import re
 from typing import Any
 
 from docutils import nodes
@@ -37,12 +36,16 @@ def cli_help(args: list[str]) -> str:
     return out.getvalue()
 
 
-def commands(main_help: str) -> list[str]:
-    """The commands in the usage line's ``{a,b,c}``."""
-    match = re.search(r"\{([\w,-]+)\}", main_help)
-    if not match:
-        raise ValueError(f"no command list in tallyboard --help:\n{main_help}")
-    return match.group(1).split(",")
+def commands() -> list[str]:
+    """The subcommands of the command's own parser, in the order ``--help`` lists them."""
+    import argparse
+
+    from tallyboard.cli import build_parser
+
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    raise ValueError("the tallyboard parser has no subcommands")
 
 
 class TallyboardCli(SphinxDirective):
@@ -51,7 +54,7 @@ class TallyboardCli(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         main_help = cli_help([])
         out: list[nodes.Node] = [nodes.literal_block(main_help, main_help, language="text")]
-        for command in commands(main_help):
+        for command in commands():
             text = cli_help([command])
             section_id = nodes.make_id(f"tallyboard-{command}")
             section = nodes.section(ids=[section_id], names=[section_id])

@@ -54,7 +54,7 @@ def add_audio(
     try:
         samples = to_pcm16(snd_tensor)
     except TypeError:
-        from tallyboard.faces.hints import raise_if_swapped
+        from tallyboard.values import raise_if_swapped
 
         raise_if_swapped("add_audio", tag, snd_tensor, "snd_tensor")
         raise

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from tallyboard.faces.hints import raise_if_swapped
-from tallyboard.values import check_flag, to_array
+from tallyboard.values import check_flag, raise_if_swapped, to_array
 
 from .convert import (
     ImagePayload,

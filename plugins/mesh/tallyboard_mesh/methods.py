@@ -125,7 +125,7 @@ def add_mesh(
     try:
         mesh = make_mesh(vertices, colors, faces, config_dict)
     except TypeError:
-        from tallyboard.faces.hints import raise_if_swapped
+        from tallyboard.values import raise_if_swapped
 
         raise_if_swapped("add_mesh", tag, vertices, "vertices")
         raise

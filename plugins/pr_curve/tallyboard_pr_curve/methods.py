@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tallyboard.faces.hints import raise_if_swapped
+from tallyboard.values import raise_if_swapped
 
 from .compute import pr_curve_of, raw_pr_curve
 

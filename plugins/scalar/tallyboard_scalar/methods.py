@@ -6,13 +6,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tallyboard.faces.hints import describe, raise_if_swapped
 from tallyboard.values import (
     check_flag,
     check_step,
     check_tag,
     check_text,
     check_walltime,
+    describe,
+    raise_if_swapped,
     to_float,
 )
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from tallyboard.faces.hints import raise_if_swapped
-from tallyboard.values import check_utf8_array, to_array
+from tallyboard.values import check_utf8_array, raise_if_swapped, to_array
 
 #: protobuf messages cannot exceed 2 GiB (torch raises the same way)
 MAX_BYTES = 1 << 31

@@ -43,7 +43,7 @@ def add_text(
         ...     writer.add_text("table", "| epoch | acc |\\n|---|---|\\n| 1 | 0.91 |", 1)
     """
     if type(tag) is not str or type(text_string) is not str:
-        from tallyboard.faces.hints import raise_if_swapped
+        from tallyboard.values import raise_if_swapped
 
         raise_if_swapped("add_text", tag, text_string, "text_string")
     writer.emit("text", tag, _convert(text_string, "text_string"), global_step, walltime)
