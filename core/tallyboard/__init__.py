@@ -45,6 +45,9 @@ _LAZY = {
     "convert": "tallyboard.reading.convert",
 }
 
+#: Submodules reachable as attributes (``tallyboard.ops``) without importing them first.
+_SUBMODULES = {"ops": "tallyboard.ops"}
+
 __all__ = [
     "CONTRACT_VERSION",
     "Deferred",
@@ -53,6 +56,7 @@ __all__ = [
     "SinkOptions",
     "SinkSpec",
     "hookimpl",
+    "ops",
     *_LAZY,
 ]
 
@@ -60,6 +64,8 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
+        if name in _SUBMODULES:
+            return importlib.import_module(_SUBMODULES[name])
         raise AttributeError(f"module 'tallyboard' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from tallyboard.faces import ops
+from tallyboard.faces import mindspore_operators, ops
 from tallyboard.faces.mindspore_values import is_tensor_type as _is_ms_tensor_type
 from tallyboard.faces.mindspore_values import scalar as _ms_scalar
 from tallyboard.faces.snapshots import Snapshots
@@ -60,6 +60,7 @@ _NAME_RE = re.compile(r"^\w+[0-9a-zA-Z\_\.]*$", re.ASCII)
 _OP_KEY_RE = re.compile(r"(.+)\[:(.+)\]")
 _EXPORT_OPTIONS = {"tensor_format": {"npy", None}}
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_ms_pending = mindspore_operators.pending
 _ndarray = np.ndarray
 #: Scalar values pooled as a Python float (what the encoders store: float32 of ``.item()``).
 _FLOAT_TYPES = frozenset({np.float16, np.float32, np.float64})
@@ -318,6 +319,7 @@ class SummaryRecord:
             if (kind, name) in registry.encoders or ("*", name) in registry.encoders
         }
         self._mirror: Any = None
+        mindspore_operators.discard_graph_values()  # as MindSpore's constructor does
 
     # -- properties --------------------------------------------------------------------------
 
@@ -444,7 +446,7 @@ class SummaryRecord:
             and plugin_filter is None
             and self._plain
             and _INT64_MIN <= step <= _INT64_MAX
-            and not (ops._cache and self._mode == "train")
+            and not (self._mode == "train" and (ops._cache or _ms_pending()))
         ):  # the hot path: values pooled by add_value only, no graph, filter or extra sink
             pool = self._pool
             if len(pool) == 1 and self._write_value is not None:
@@ -475,14 +477,18 @@ class SummaryRecord:
             return False
         if self.network is not None and not self._has_graph:
             self._record_graph(step, train_network)
-        if self._mode == "train" and ops._cache:
-            for key, value in ops.take().items():
-                match = _OP_KEY_RE.match(key)
-                if match is None:
-                    logger.warning("The name(%r) is invalid, expected 'TAG[:TYPE]'.", key)
-                    continue
-                tag, type_name = match.groups()
-                self.add_value(type_name.lower(), tag, value)
+        if self._mode == "train":
+            if ops._cache:
+                for key, value in ops.take().items():
+                    match = _OP_KEY_RE.match(key)
+                    if match is None:
+                        logger.warning("The name(%r) is invalid, expected 'TAG[:TYPE]'.", key)
+                        continue
+                    tag, type_name = match.groups()
+                    self.add_value(type_name.lower(), tag, value)
+            if _ms_pending():  # MindSpore's own operators, inside the user's Cells
+                for plugin, tag, value in mindspore_operators.take():
+                    self.add_value(plugin, tag, value)
         pool = self._pool
         items = pool[:]
         del pool[: len(items)]
