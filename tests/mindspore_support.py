@@ -23,7 +23,9 @@ shape they need. GRAPH_MODE compiles those fine.
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
+import math
 import os
 import signal
 import subprocess
@@ -128,6 +130,74 @@ def run_scenarios(module_file: str, out: Path, names: Iterable[str] = ()) -> Res
     if returncode:
         raise AssertionError(f"the MindSpore child failed ({returncode}):\n{text[-6000:]}")
     return Results(out, text)
+
+
+def summary_file(path: Path) -> Path:
+    """The one MindSpore summary file (``*_MS``) in ``path``."""
+    (found,) = [p for p in path.iterdir() if p.name.endswith("_MS")]
+    return found
+
+
+def summary_values(path: Path) -> list[tuple[int, str, str, Any]]:
+    """``(step, tag, kind, value)`` of every summary value of the summary file in ``path``.
+
+    Like ``mindspore_reader.values``, each summary Event checked complete and canonical, but a
+    graph Event is let through (the reader knows only its name, so it cannot re-encode it)."""
+    import mindspore_reader as msr
+
+    out = []
+    for payload in msr.read_records(summary_file(path)):
+        event = msr.Event.FromString(payload)
+        if event.HasField("graph_def"):
+            continue
+        event = msr._parse(msr.Event, payload)
+        for value in event.summary.value:
+            kind = msr._which(value)
+            out.append((event.step, value.tag, kind, getattr(value, kind) if kind else None))
+    return out
+
+
+LINEAGE_FIELDS = ("train_lineage", "evaluation_lineage", "dataset_graph", "user_defined_info")
+
+
+def lineage_records(path: Path) -> list[tuple[str, Any]]:
+    """``(field, message)`` of every LineageEvent of the lineage file in ``path``, parsed by the
+    independent reader (CRCs checked; a message with map fields may list them in any order, so
+    messages are compared parsed, not as bytes)."""
+    import mindspore_reader as msr
+
+    (found,) = [p for p in path.iterdir() if p.name.endswith("_lineage")]
+    out = []
+    for payload in msr.read_records(found):
+        event = msr.LineageEvent.FromString(payload)
+        assert event.IsInitialized() and not event.HasField("step")
+        (field,) = [f for f in LINEAGE_FIELDS if event.HasField(f)]
+        out.append((field, getattr(event, field)))
+    return out
+
+
+def fresh_operator_caches() -> None:
+    """In the child: forget what MindSpore's summary operators left (a scenario's Model.eval
+    leaves values that the next record would otherwise take, as MindSpore's would)."""
+    from mindspore.ops.operations import debug_ops
+    from mindspore.train.summary import summary_record
+
+    debug_ops.SUMMARY_TENSOR_CACHE = []
+    summary_record._get_summary_tensor_data()
+
+
+def comparable(value: Any, kind: str) -> Any:
+    """A summary value as two writers of the same data must agree on it: the exact bytes, but
+    for an image its size and decoded pixels (PNG compression may differ, pixels may not)."""
+    if kind == "scalar_value":
+        return "nan" if math.isnan(value) else value
+    if kind == "image":
+        import numpy as np
+        from PIL import Image
+
+        pixels = np.asarray(Image.open(io.BytesIO(value.encoded_image)))
+        return (value.height, value.width, value.colorspace, pixels.tobytes())
+    return value.SerializeToString()
 
 
 def _main(argv: list[str]) -> int:

@@ -9,7 +9,6 @@ reader (kinds, tags, steps, values) and the TensorBoard mirror with ``EventAccum
 from __future__ import annotations
 
 import functools
-import io
 import math
 import subprocess
 import sys
@@ -21,8 +20,15 @@ import mindspore_reader as msr
 import numpy as np
 import pytest
 from conftest import load_run
-from mindspore_support import Results, error_of, note, run_scenarios, scenario
-from PIL import Image
+from mindspore_support import (
+    Results,
+    comparable,
+    error_of,
+    note,
+    run_scenarios,
+    scenario,
+    summary_file,
+)
 
 MODES = ["pynative", "graph"]
 
@@ -182,22 +188,6 @@ def internals(out: Path) -> None:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Results:
     return run_scenarios(__file__, tmp_path_factory.mktemp("ms_operators"))
-
-
-def summary_file(path: Path) -> Path:
-    (found,) = [p for p in path.iterdir() if p.name.endswith("_MS")]
-    return found
-
-
-def comparable(value: Any, kind: str) -> Any:
-    """A value as both writers must agree on it: exact bytes, but an image's decoded pixels
-    (PNG compression may differ, the pixels may not)."""
-    if kind == "scalar_value":
-        return "nan" if math.isnan(value) else value
-    if kind == "image":
-        pixels = np.asarray(Image.open(io.BytesIO(value.encoded_image)))
-        return (value.height, value.width, value.colorspace, pixels.tobytes())
-    return value.SerializeToString()
 
 
 def written(path: Path) -> list[tuple[int, str, str, Any]]:

@@ -41,6 +41,7 @@ _LAZY = {
     "LossLandscape": "tallyboard.faces.summary_record",
     "Operation": "tallyboard.faces.summary_record",
     "OperationParameter": "tallyboard.faces.summary_record",
+    "SummaryCollector": "tallyboard.faces.summary_collector",
     "read": "tallyboard.reading.read",
     "convert": "tallyboard.reading.convert",
 }
@@ -77,6 +78,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from tallyboard import ops as ops
+    from tallyboard.faces.summary_collector import SummaryCollector as SummaryCollector
     from tallyboard.faces.summary_writer import SummaryWriter as SummaryWriter
     from tallyboard.plugin.registry import get_registry as get_registry
     from tallyboard.reading.convert import convert as convert

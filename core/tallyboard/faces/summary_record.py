@@ -105,16 +105,18 @@ def _warn_duplicates(items: list[tuple[str, str, Any]]) -> None:
             seen.add((kind, name))
 
 
-def _make_dir(log_dir: Any) -> str:
+def _make_dir(log_dir: Any, arg: str = "log_dir") -> str:
+    """The real path of directory ``log_dir`` (the argument named ``arg``), created (0o700) if
+    missing, checked as MindSpore checks it."""
     if isinstance(log_dir, os.PathLike):
         log_dir = os.fspath(log_dir)
     if not isinstance(log_dir, str):
-        raise TypeError("The log_dir is invalid, the type should be string.")
+        raise TypeError(f"The {arg} is invalid, the type should be string.")
     if not log_dir.strip():
-        raise ValueError("The log_dir is invalid, it should be non-blank.")
+        raise ValueError(f"The {arg} is invalid, it should be non-blank.")
     path = os.path.realpath(log_dir)
     if len(path) > 1024:
-        raise ValueError("The log_dir length is too long, it should be limited in 1024.")
+        raise ValueError(f"The {arg} length is too long, it should be limited in 1024.")
     if os.path.exists(path):
         if not os.path.isdir(path):
             raise NotADirectoryError(
