@@ -117,18 +117,28 @@ def take() -> list[tuple[str, str, Any]]:
         debug.SUMMARY_TENSOR_CACHE = []  # type: ignore[union-attr]
         for op_name, tag, value in listed:
             _check(op_name, tag, value)
-    cached: dict[str, Any] = (
+    cached = (
         record._get_summary_tensor_data() if getattr(record, "SUMMARY_TENSOR_CACHE", None) else {}
     )
-    if listed:
-        for op_name, tag, value in listed:
-            cached[tag + _SUFFIXES.get(op_name, "")] = value
-    out = []
+    # key -> (plugin, tag, value); a PyNative entry's key is its tag and the operator's suffix,
+    # which is what parsing the key would give back
+    merged: dict[str, tuple[str, str, Any]] = {}
     for key, value in cached.items():
         match = _KEY_RE.match(key) if isinstance(key, str) else None
         if match is None:
             logger.warning("The name(%r) is invalid, expected 'TAG[:TYPE]'.", key)
             continue
         tag, type_name = match.groups()
-        out.append((type_name.lower(), tag, value))
-    return out
+        merged[key] = (type_name.lower(), tag, value)
+    if listed:
+        for op_name, tag, value in listed:
+            suffix = _SUFFIXES.get(op_name)
+            if suffix is None:  # not a summary operator MindSpore knows: the key is the tag
+                match = _KEY_RE.match(tag)
+                if match is None:
+                    logger.warning("The name(%r) is invalid, expected 'TAG[:TYPE]'.", tag)
+                    continue
+                merged[tag] = (match.group(2).lower(), match.group(1), value)
+            else:
+                merged[tag + suffix] = (suffix[2:-1].lower(), tag, value)
+    return list(merged.values())

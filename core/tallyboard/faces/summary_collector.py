@@ -318,7 +318,11 @@ class SummaryCollector(_Callback):  # type: ignore[misc]
 
     def epoch_end(self, run_context: Any) -> None:
         """After each epoch: collect as at a step (so the epoch's last step may be recorded
-        twice, as MindSpore records it), save landscape checkpoints by epoch, flush.
+        twice, as MindSpore records it) and save landscape checkpoints by epoch.
+
+        MindSpore also asks its writer process to flush here, without waiting for it; the
+        record's writer thread writes what is pending within two seconds anyway, so nothing
+        waits here (``SummaryRecord.flush()`` would wait for an fsync).
 
         Args:
             run_context (mindspore.train.RunContext): MindSpore's run context.
@@ -333,7 +337,6 @@ class SummaryCollector(_Callback):  # type: ignore[misc]
             and any(cb_params.cur_epoch_num in interval for interval in landscape["intervals"])
         ):
             self._save_model_params_for_landscape(cb_params)
-        self._open_record().flush()
 
     def end(self, run_context: Any) -> None:
         """At the end of the run: the train or eval lineage, and the landscape's metadata
@@ -522,8 +525,7 @@ class SummaryCollector(_Callback):  # type: ignore[misc]
         if self._first_step:
             self._tensor_collect_range = self._tensor_range(cb_params, self._dataset_sink_mode)
             self._collect_at_step_end(cb_params, None)
-            self._first_step = False
-            self._open_record().flush()
+            self._first_step = False  # (MindSpore asks for a flush here too: see epoch_end)
             return
         current = cb_params.cur_epoch_num if self._dataset_sink_mode else cb_params.cur_step_num
         in_range = current in self._tensor_collect_range  # type: ignore[operator]
