@@ -105,66 +105,77 @@ def _check_export_options(options: Any) -> dict[str, str | None] | None:
 
 
 class SummaryCollector(_Callback):  # type: ignore[misc]
-    """Log a MindSpore ``Model.train``/``Model.eval`` run as MindSpore's ``SummaryCollector`` does.
+    """Log a MindSpore ``Model.train`` or ``Model.eval`` run, as MindSpore's collector does.
 
-    Pass it in the callbacks and every ``collect_freq`` steps it records the loss (``loss/auto``),
-    the first input column as images (``input_data/auto``), histograms of the optimizer's weights
-    (``<parameter>/auto``) and whatever MindSpore summary operators in the network computed; once,
-    the training graph (GRAPH_MODE) and the dataset graph; at the end, the train or eval lineage
-    (optimizer, learning rate, loss function, epochs, dataset size, metrics). Files, tags and
-    steps are MindSpore's, so MindInsight-era tools read them; ``tensorboard=True`` also writes
-    TensorBoard event files into ``summary_dir``, so the run shows in TensorBoard while it trains.
-    The collector opens a :class:`tallyboard.SummaryRecord` when ``Model.train`` enters it and
-    closes it when training ends.
+    Pass it in the callbacks: ``model.train(epochs, dataset, callbacks=[SummaryCollector(d)])``.
+    Every ``collect_freq`` steps (and at the first) it records the loss (tag ``loss/auto``), the
+    first input column as images (``input_data/auto``, when it holds NCHW images), histograms
+    of the optimizer's parameters (``<parameter>/auto``) and the values of the summary
+    operators in the network; once, the training graph (GRAPH_MODE) and the dataset pipeline;
+    at the end, the train or eval lineage (optimizer, learning rate, loss function, epochs,
+    batch and dataset size, metrics). By default it also saves the checkpoints and metadata
+    MindSpore's ``SummaryLandscape`` computes loss landscapes from (``ckpt_dir/``).
+
+    Files, tags and steps are those of MindSpore 2.10's ``SummaryCollector``, so MindInsight-era
+    tools read them; ``tensorboard=True`` also writes TensorBoard event files, so the run shows
+    in ``tensorboard --logdir`` while it trains. The values go through a
+    :class:`tallyboard.SummaryRecord` opened when ``Model.train`` starts and closed when it
+    ends; a writer thread encodes them, where MindSpore starts a writer process with a pool.
 
     Args:
-        summary_dir (str | os.PathLike): Directory of the summary files; created (mode 0o700) if
-            missing, here in the constructor.
-        collect_freq (int): Record every ``collect_freq`` steps (every ``collect_freq`` epochs in
-            dataset sink mode), and always the first step. Must be > 0. Default: 10.
-        num_process (int): Accepted for MindSpore compatibility and ignored: tallyboard writes
-            from a thread, not a pool of processes. Default: 32.
-        collect_specified_data (dict | None): What to collect, as in MindSpore; keys
-            ``collect_metric``, ``collect_graph``, ``collect_train_lineage``,
-            ``collect_eval_lineage``, ``collect_input_data``, ``collect_dataset_graph`` (bools),
-            ``histogram_regular`` (a regular expression matched against parameter names with
-            ``re.match``; None: the optimizer's first five parameters) and
-            ``collect_landscape`` (a dict, or None to save no checkpoints for loss
-            landscapes). None: everything, with the defaults. Default: None.
-        keep_default_action (bool): With ``collect_specified_data`` given, also collect what it
-            does not name (True) or only what it names (False). Default: True.
-        custom_lineage_data (dict[str, int | float | str] | None): Extra lineage written once at
-            the first step; it wins over keys from the ``MINDINSIGHT_HYPER_CONFIG`` environment
-            variable. Default: None.
-        collect_tensor_freq (int | None): Like ``collect_freq`` but for ``TensorSummary`` values
-            only; None: at most 20 steps of the run. Must be > 0. Default: None.
-        max_file_size (int | None): Most bytes per file (> 0); the first record that does not
-            fit stops that file, as in MindSpore. Default: None (no limit).
-        export_options (dict | None): ``{"tensor_format": "npy"}`` also saves every tensor
-            value as a ``.npy`` file. Default: None.
-        tensorboard (bool): Also write TensorBoard event files into ``summary_dir``
-            (keyword-only). Default: False.
-        sinks (Sequence[str]): More sinks for the same values, as ``SummaryRecord``'s ``sinks``
-            (keyword-only; checked when training opens the record). Default: ().
+        summary_dir: The directory of the files, a str or path; created (mode 0o700) here.
+        collect_freq: Record every ``collect_freq`` steps (epochs in dataset sink mode), and the
+            first; an int > 0. Default ``10``.
+        num_process: Accepted for MindSpore compatibility and ignored. Default ``32``.
+        collect_specified_data: What to collect, a dict of: ``collect_metric``,
+            ``collect_graph``, ``collect_train_lineage``, ``collect_eval_lineage``,
+            ``collect_input_data``, ``collect_dataset_graph`` (bools); ``histogram_regular``
+            (a regular expression ``re.match``-ed against parameter names; ``None``: the first
+            five parameters); ``collect_landscape`` (a dict of ``landscape_size`` 3-256,
+            ``unit`` ``"step"``/``"epoch"``, ``num_samples``, ``create_landscape``,
+            ``intervals``: lists of at least three steps or epochs whose checkpoints are saved;
+            ``None``: none). Default ``None``: everything, with MindSpore's defaults.
+        keep_default_action: With ``collect_specified_data`` given, also collect what it does
+            not name (``True``) or only what it names (``False``). Default ``True``.
+        custom_lineage_data: Extra lineage written once, a dict of str to int, float or str;
+            it wins over the ``custom_lineage_data`` of the JSON in the
+            ``MINDINSIGHT_HYPER_CONFIG`` environment variable. Default ``None``.
+        collect_tensor_freq: Like ``collect_freq``, for ``TensorSummary`` values only; an int
+            > 0. Default ``None``: at most 20 steps of the run.
+        max_file_size: Most bytes per file, an int > 0; the first record that does not fit
+            stops that file. Default ``None``: no limit.
+        export_options: ``{"tensor_format": "npy"}`` also saves every tensor value as a
+            ``.npy`` file. Default ``None``.
+        tensorboard: Also write TensorBoard event files into ``summary_dir`` (keyword only).
+            Default ``False``.
+        sinks: Further sinks for the same values, as ``SummaryRecord``'s ``sinks`` (keyword
+            only; names are checked when training opens the record). Default ``()``.
 
     Raises:
-        TypeError: An argument of the wrong type (``bool`` is not an ``int``), with MindSpore's
-            message; ``summary_dir`` not a string or path.
+        TypeError: An argument of the wrong type, with MindSpore's message (a bool is no
+            int); ``summary_dir`` not a str or path.
         ValueError: ``collect_freq``, ``collect_tensor_freq`` or ``max_file_size`` <= 0; an
-            unknown key in ``collect_specified_data``, ``collect_landscape`` or
-            ``export_options``; ``histogram_regular`` not a valid regular expression; a
-            landscape size outside [3, 256], a unit other than step/epoch, an interval of fewer
-            than three epochs.
+            unknown key of ``collect_specified_data``, ``collect_landscape`` or
+            ``export_options``; an invalid ``histogram_regular``; a landscape size, unit or
+            interval MindSpore refuses.
         NotADirectoryError: ``summary_dir`` is a file.
 
-    Example::
-
-        import mindspore as ms
-        from tallyboard import SummaryCollector
-
-        model = ms.train.Model(net, loss_fn, optimizer)
-        collector = SummaryCollector("./summary_dir", collect_freq=1, tensorboard=True)
-        model.train(2, dataset, callbacks=[collector], dataset_sink_mode=False)
+    Example:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> import mindspore.dataset as ds
+        >>> from mindspore import nn
+        >>> from tallyboard import SummaryCollector
+        >>> def rows():  # NumPy arrays: GeneratorDataset copies nothing else on NumPy 2
+        ...     for i in range(8):
+        ...         yield np.full((3, 4, 4), i / 8, np.float32), np.array(i % 2, np.int32)
+        >>> dataset = ds.GeneratorDataset(rows, ["image", "label"], shuffle=False).batch(4)
+        >>> net = nn.SequentialCell(nn.Flatten(), nn.Dense(48, 2))
+        >>> loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+        >>> optimizer = nn.Momentum(net.trainable_params(), 0.01, 0.9)
+        >>> model = ms.train.Model(net, loss, optimizer, metrics={"acc": ms.train.Accuracy()})
+        >>> collector = SummaryCollector("runs/ms_train", collect_freq=1, tensorboard=True)
+        >>> model.train(2, dataset, callbacks=[collector], dataset_sink_mode=False)
     """
 
     def __init__(
@@ -233,14 +244,22 @@ class SummaryCollector(_Callback):  # type: ignore[misc]
     def __enter__(self) -> SummaryCollector:
         """Open the :class:`~tallyboard.SummaryRecord` the run is written through.
 
-        ``Model.train``/``Model.eval`` call it before the first step (each run opens new files).
+        ``Model.train`` and ``Model.eval`` enter their callbacks before the first step, so each
+        run writes new files; drive the callback by hand only inside a ``with`` block.
 
         Returns:
             SummaryCollector: this collector.
 
         Raises:
-            RuntimeError: Another ``SummaryRecord`` of tallyboard is open in the process.
+            RuntimeError: A ``SummaryRecord`` of tallyboard is already open in the process
+                (two collectors in one callback list, as with MindSpore's).
             ValueError: A name in ``sinks`` that no installed plugin provides.
+
+        Example:
+            >>> from tallyboard import SummaryCollector
+            >>> with SummaryCollector("runs/ms_enter") as collector:  # what Model.train does
+            ...     print(collector._record is not None)
+            True
         """
         self._record = SummaryRecord(
             self._summary_dir,
@@ -255,19 +274,26 @@ class SummaryCollector(_Callback):  # type: ignore[misc]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        """Close the record: everything collected is on disk afterwards (files read-only)."""
+        """Close the record: everything collected is in the files afterwards (read-only)."""
         if self._record is not None:
             self._record.close()
 
     def begin(self, run_context: Any) -> None:
         """At the start of ``Model.train`` or ``Model.eval``: check the callbacks, set the mode.
 
+        In an evaluation the record is put in ``'eval'`` mode: the summary operators' values
+        are not taken, and only the eval lineage is written, at the end.
+
         Args:
-            run_context (mindspore.train.RunContext): MindSpore's run context.
+            run_context: MindSpore's ``RunContext`` (``Model`` passes it).
 
         Raises:
-            ValueError: More than one ``SummaryCollector`` in the callback list, or a run that
-                is neither ``train`` nor ``eval``.
+            ValueError: More than one ``SummaryCollector`` in the callback list (compared by
+                class name, as MindSpore compares them), or a run neither train nor eval.
+
+        Example:
+            >>> evaluation = SummaryCollector("runs/ms_eval")  # the class example's model
+            >>> metrics = model.eval(dataset, callbacks=[evaluation])  # eval lineage only
         """
         cb_params = run_context.original_args()
         self._check_callbacks(cb_params)
@@ -280,13 +306,24 @@ class SummaryCollector(_Callback):  # type: ignore[misc]
         self._dataset_sink_mode = cb_params.dataset_sink_mode
 
     def step_end(self, run_context: Any) -> None:
-        """After each training step: the graphs and custom lineage once, then every
-        ``collect_freq`` steps the loss, input images, weight histograms and operator values
-        (in dataset sink mode that happens at the epoch's end instead); checkpoints for the
-        loss landscape at the steps its intervals name.
+        """After each training step: collect what the step's number calls for.
+
+        At the first step the graphs (training graph, dataset pipeline) and the custom lineage;
+        every ``collect_freq`` steps the loss, input images, parameter histograms and the
+        operators' values, ``TensorSummary`` values only at the steps its frequency allows (in
+        dataset sink mode this happens at the epoch's end instead); checkpoints for the loss
+        landscape at the steps its intervals name. Nothing in evaluations.
 
         Args:
-            run_context (mindspore.train.RunContext): MindSpore's run context.
+            run_context: MindSpore's ``RunContext`` (``Model`` passes it).
+
+        Example:
+            >>> class Noting(SummaryCollector):  # extend it: collect, then do more
+            ...     def step_end(self, run_context):
+            ...         super().step_end(run_context)
+            ...         print(run_context.original_args().cur_step_num, end=" ")
+            >>> model.train(1, dataset, callbacks=[Noting("runs/ms_steps")], dataset_sink_mode=False)
+            1 2
         """
         cb_params = run_context.original_args()
         if cb_params.mode != "train":
@@ -317,15 +354,19 @@ class SummaryCollector(_Callback):  # type: ignore[misc]
             self._save_model_params_for_landscape(cb_params)
 
     def epoch_end(self, run_context: Any) -> None:
-        """After each epoch: collect as at a step (so the epoch's last step may be recorded
-        twice, as MindSpore records it) and save landscape checkpoints by epoch.
+        """After each epoch: collect as after a step, save landscape checkpoints by epoch.
 
-        MindSpore also asks its writer process to flush here, without waiting for it; the
-        record's writer thread writes what is pending within two seconds anyway, so nothing
-        waits here (``SummaryRecord.flush()`` would wait for an fsync).
+        So the epoch's last step may be recorded twice, as MindSpore records it. MindSpore
+        also asks its writer process to flush here without waiting for it; tallyboard's writer
+        thread writes what is pending within two seconds anyway, and nothing waits here.
 
         Args:
-            run_context (mindspore.train.RunContext): MindSpore's run context.
+            run_context: MindSpore's ``RunContext`` (``Model`` passes it).
+
+        Example:
+            >>> collector = SummaryCollector("runs/ms_epochs", collect_freq=2)
+            >>> model.train(2, dataset, callbacks=[collector], dataset_sink_mode=False)
+            >>> # steps 1 and 2 recorded, step 2 (an epoch's end, collect_freq=2) twice
         """
         cb_params = run_context.original_args()
         self._collect_tensor_data(cb_params)
@@ -339,11 +380,20 @@ class SummaryCollector(_Callback):  # type: ignore[misc]
             self._save_model_params_for_landscape(cb_params)
 
     def end(self, run_context: Any) -> None:
-        """At the end of the run: the train or eval lineage, and the landscape's metadata
-        (``ckpt_dir/train_metadata.json``) after training.
+        """At the end of the run: the train or eval lineage, and the landscape's metadata.
+
+        The lineage goes to the ``_lineage`` file; after training, with landscapes collected,
+        ``ckpt_dir/train_metadata.json`` maps the saved checkpoints for ``SummaryLandscape``.
 
         Args:
-            run_context (mindspore.train.RunContext): MindSpore's run context.
+            run_context: MindSpore's ``RunContext`` (``Model`` passes it).
+
+        Example:
+            >>> import glob
+            >>> collector = SummaryCollector("runs/ms_end")
+            >>> model.train(1, dataset, callbacks=[collector], dataset_sink_mode=False)
+            >>> len(glob.glob("runs/ms_end/*_lineage")), len(glob.glob("runs/ms_end/ckpt_dir/*.json"))
+            (1, 1)
         """
         cb_params = run_context.original_args()
         record = self._open_record()
