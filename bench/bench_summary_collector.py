@@ -10,6 +10,10 @@ Run ``python bench/bench_summary_collector.py [steps]`` (needs ``mindspore==2.10
   parameters, the net's operator values), and with MindSpore's defaults (``collect_freq=10``,
   checkpoints for the loss landscape at steps 1-19).
 
+Two more tables time the logging alone, with no training around it: the operator cache filled
+as GRAPH_MODE's kernels fill it, then ``record()``; the collector's callbacks driven as
+``Model.train`` drives them. On a shared host they are the steadier figures.
+
 The logging overhead of a step is the step with logging minus the step without (the same loop,
 no record or collector; the operators still run and their values are dropped). Each run is timed
 step by step and end to end *including* ``close()`` (MindSpore hands values to a writer process,
@@ -246,6 +250,123 @@ def bench_collector(mode: str, n: int, settings: str) -> bool:
     )
 
 
+# -- logging alone: the callbacks and the record driven without training ----------------------
+
+
+def _driven_record_loop(
+    values: list[tuple[Any, Any, Any]], factory: Callable[[str], Any] | None
+) -> tuple[float, list[float]]:
+    """Step times of filling the operator cache as GRAPH_MODE's summary kernels fill it (a
+    scalar, a histogram of 1,000 values, a 1x3x64x64 image), then ``record(step)``."""
+    from mindspore.train.summary import summary_record
+
+    clock = time.perf_counter
+    steps = [0.0] * len(values)
+    with tempfile.TemporaryDirectory() as d:
+        record = factory(d) if factory is not None else None
+        start = clock()
+        for i, (scalar, histogram, image) in enumerate(values):
+            t0 = clock()
+            summary_record._cache_summary_tensor_data(
+                [
+                    {"name": "loss[:Scalar]", "data": scalar},
+                    {"name": "weights[:Histogram]", "data": histogram},
+                    {"name": "input[:Image]", "data": image},
+                ]
+            )
+            if record is not None:
+                record.record(i + 1)
+            else:
+                _clear_operator_caches()
+            steps[i] = clock() - t0
+        if record is not None:
+            record.close()
+        total = clock() - start
+    return total, steps
+
+
+def bench_driven_record(n: int) -> bool:
+    import mindspore as ms
+    import tallyboard
+    from mindspore import Tensor
+
+    rng = np.random.default_rng(0)
+    values = [
+        (
+            Tensor(np.float32(rng.random())),
+            Tensor(rng.normal(size=1000).astype(np.float32)),
+            Tensor(rng.random((1, 3, 64, 64), dtype=np.float32)),
+        )
+        for _ in range(n)
+    ]
+    return _report(
+        "record() with operator values, no training (the cache filled as GRAPH_MODE fills it)",
+        lambda factory: _driven_record_loop(values, factory),
+        {"none": None, "MindSpore": ms.SummaryRecord, "tallyboard": tallyboard.SummaryRecord},
+    )
+
+
+def bench_driven_collector(n: int) -> bool:
+    """The collector's callbacks driven as Model.train drives them, every step collecting (the
+    batch of 4x3x16x16 images, the loss, five parameters' histograms), without the training."""
+    import mindspore as ms
+    import tallyboard
+    from mindspore import nn
+    from mindspore.train.callback._callback import InternalCallbackParam
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    ms.set_seed(0)
+    net = _train_net()
+    optimizer = nn.Momentum(net.trainable_params(), 0.01, 0.9)
+    loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    model = ms.train.Model(net, loss_fn, optimizer)
+    dataset = _dataset(16, 4)
+    batch = list(next(dataset.create_tuple_iterator()))
+    specified = {"collect_landscape": None, "collect_graph": False, "collect_dataset_graph": False}
+
+    def loop(factory: Callable[[str], Any] | None) -> tuple[float, list[float]]:
+        clock = time.perf_counter
+        steps = [0.0] * n
+        with tempfile.TemporaryDirectory() as d:
+            collector = factory(d) if factory is not None else None
+            params = InternalCallbackParam()
+            params.update(
+                mode="train", dataset_sink_mode=False, epoch_num=1, batch_num=n,
+                train_network=model.train_network, network=net, optimizer=optimizer,
+                loss_fn=loss_fn, train_dataset=dataset, train_dataset_element=batch,
+                list_callback=[collector], parallel_mode="stand_alone", device_number=1,
+                net_outputs=ms.Tensor(np.float32(0.5)), cur_epoch_num=1,
+            )  # fmt: skip
+            context = ms.train.RunContext(params)
+            start = clock()
+            if collector is not None:
+                collector.__enter__()
+                collector.begin(context)
+            for i in range(1, n + 1):
+                t0 = clock()
+                params.cur_step_num = i
+                if collector is not None:
+                    collector.step_end(context)
+                steps[i - 1] = clock() - t0
+            if collector is not None:
+                collector.__exit__(None, None, None)
+            total = clock() - start
+        return total, steps
+
+    def make(cls: Any) -> Callable[[str], Any]:
+        return lambda d: cls(d, collect_freq=1, collect_specified_data=specified)
+
+    return _report(
+        "SummaryCollector step, no training (callbacks driven as Model.train drives them)",
+        loop,
+        {
+            "none": None,
+            "MindSpore": make(ms.SummaryCollector),
+            "tallyboard": make(tallyboard.SummaryCollector),
+        },
+    )
+
+
 # -- the table ------------------------------------------------------------------------------------
 
 
@@ -308,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
         "taking turns; the round of median overhead"
     )
     ok = True
+    ok &= bench_driven_record(steps)
+    ok &= bench_driven_collector(steps)
     for mode in ("pynative", "graph"):
         ok &= bench_record(mode, steps)
     for mode in ("pynative", "graph"):
