@@ -632,8 +632,9 @@ class SummaryRecord:
                 str (MindSpore's messages; the operators' values are then dropped, those of
                 :meth:`add_value` stay for the next record).
             ValueError: ``step`` outside int64; an operator's value of the wrong shape.
-            OSError: With ``raise_exception=True``, a write error that occurred since the last
-                call.
+            OSError: With ``raise_exception=True``, a write error since the last call.
+            RuntimeError: With ``raise_exception=True``, too little free disk space (MindSpore's
+                check: 32 times the record's size).
 
         Example:
             >>> import numpy as np
@@ -741,6 +742,7 @@ class SummaryRecord:
 
         Raises:
             OSError: With ``raise_exception=True``, a write error.
+            RuntimeError: With ``raise_exception=True``, too little free disk space.
 
         Example:
             >>> import numpy as np
@@ -767,6 +769,7 @@ class SummaryRecord:
 
         Raises:
             OSError: With ``raise_exception=True``, a write error (the files are closed anyway).
+            RuntimeError: With ``raise_exception=True``, too little free disk space.
 
         Example:
             >>> import numpy as np
