@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 TESTS = Path(__file__).resolve().parent
 _SCENARIOS: dict[str, Callable[[Path], None]] = {}
 _notes: dict[str, Any] = {}
@@ -200,8 +202,22 @@ def comparable(value: Any, kind: str) -> Any:
     return value.SerializeToString()
 
 
+def _settle_mindspore() -> None:
+    """Start MindSpore's runtime before any scenario forks. MindSpore's own SummaryRecord forks
+    its writer process; if that happens while MindSpore's PyNative backend thread is still
+    starting its thread pool (the first operations run asynchronously, and it reads the CPU
+    affinity from a shell command through a pipe), the writer inherits the pipe and the
+    training process waits for the pipe's end forever (seen once in four runs). Waiting for a
+    first operation's result here starts the pool before anything forks."""
+    import mindspore as ms
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    (ms.Tensor(np.ones(2, np.float32)) * 2).asnumpy()
+
+
 def _main(argv: list[str]) -> int:
     module_file, out, *names = argv
+    _settle_mindspore()
     name = Path(module_file).stem  # GRAPH_MODE parses a Cell's module by its name
     spec = importlib.util.spec_from_file_location(name, module_file)
     assert spec is not None and spec.loader is not None

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from mindspore_support import Results, note, run_scenarios, scenario
 from tallyboard import SummaryRecord, ops
+from tallyboard.faces import ops as face_ops
 
 #: (object whose signature is documented, docstring) by name; no MindSpore needed.
 RECORD_METHODS = ["set_mode", "add_value", "record", "flush", "close", "__enter__"]
@@ -118,6 +119,7 @@ def test_docstring_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.M
         for value in globs.values():  # an example stopping before close(): close it here
             if isinstance(value, SummaryRecord):
                 value.close()
+        face_ops.take()  # an operator called with no record after it: its value goes too
 
 
 def test_help_opens_on_what_a_user_does_most() -> None:
