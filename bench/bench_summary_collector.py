@@ -424,6 +424,10 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("MindSpore is not installed (pip install mindspore==2.10.0): nothing to compare")
         return 0
+    # MindSpore's own record forks a writer: start the runtime first, or the fork may catch the
+    # backend thread reading the CPU affinity through a pipe and hang (docs/mindspore.md)
+    mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
+    (mindspore.Tensor(np.ones(2, np.float32)) * 2).asnumpy()
     print(
         f"MindSpore {mindspore.__version__}; {ROUNDS} rounds after a warm-up, the three loops "
         "taking turns; the round of median overhead"
