@@ -8,6 +8,7 @@ reader (kinds, tags, steps, values) and the TensorBoard mirror with ``EventAccum
 
 from __future__ import annotations
 
+import csv
 import functools
 import math
 import subprocess
@@ -28,6 +29,7 @@ from mindspore_support import (
     run_scenarios,
     scenario,
     summary_file,
+    summary_values,
 )
 
 MODES = ["pynative", "graph"]
@@ -80,7 +82,7 @@ def _records() -> list[tuple[str, Any, dict[str, Any]]]:
     return [
         ("ms", mindspore.SummaryRecord, {}),
         ("tb", tallyboard.SummaryRecord, {}),
-        ("tbm", tallyboard.SummaryRecord, {"tensorboard": True}),
+        ("tbm", tallyboard.SummaryRecord, {"tensorboard": True, "sinks": ["csv"]}),
     ]
 
 
@@ -291,6 +293,16 @@ def test_the_tensorboard_mirror_holds_the_operator_values(runs: Results, mode: s
             np.array(proto.float_data, np.float32),
             equal_nan=True,
         )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_extra_sinks_get_the_operator_scalars(runs: Results, mode: str) -> None:
+    path = runs[f"operators_{mode}"].path
+    expected = [(s, t, v) for s, t, k, v in summary_values(path / "ms") if k == "scalar_value"]
+    with open(path / "tbm" / "scalars.csv", newline="") as f:
+        got = [(int(r["step"]), r["tag"], float(r["value"])) for r in csv.DictReader(f)]
+    assert [(s, t) for s, t, _ in got] == [(s, t) for s, t, _ in expected]
+    assert np.allclose([v for *_, v in got], [v for *_, v in expected], equal_nan=True)
 
 
 def test_bad_operator_values_raise_mindspores_errors_in_record(runs: Results) -> None:

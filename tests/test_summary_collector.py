@@ -10,6 +10,7 @@ landscape's checkpoints and metadata; and the mirror with TensorBoard's ``EventA
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -92,7 +93,7 @@ def _collectors(**extra: Any) -> list[tuple[str, Any, dict[str, Any]]]:
     return [
         ("ms", mindspore.SummaryCollector, {}),
         ("tb", tallyboard.SummaryCollector, {}),
-        ("tbm", tallyboard.SummaryCollector, {"tensorboard": True, **extra}),
+        ("tbm", tallyboard.SummaryCollector, {"tensorboard": True, "sinks": ["csv"], **extra}),
     ]
 
 
@@ -429,6 +430,19 @@ def test_the_mirror_shows_loss_images_and_histograms_in_tensorboard(runs: Result
         hist = acc.Histograms(tag)
         assert [e.step for e in hist] == [s for s, t, k, _ in expected if t == tag]
         assert hist[0].histogram_value.num > 0
+
+
+def test_sinks_get_the_loss_too(runs: Results) -> None:
+    path = runs["train_graph"].path
+    loss = [(s, v) for s, t, k, v in summary_values(path / "ms") if t == "loss/auto"]
+    with open(path / "tbm" / "scalars.csv", newline="") as f:
+        got = [
+            (int(r["step"]), float(r["value"]))
+            for r in csv.DictReader(f)
+            if r["tag"] == "loss/auto"
+        ]
+    assert [s for s, _ in got] == [s for s, _ in loss]
+    assert np.allclose([v for _, v in got], [v for _, v in loss])
 
 
 def test_constructor_checks_as_mindspore(runs: Results) -> None:
