@@ -148,8 +148,8 @@ class SummaryCollector(_Callback):  # type: ignore[misc]
             ``.npy`` file. Default ``None``.
         tensorboard: Also write TensorBoard event files into ``summary_dir`` (keyword only).
             Default ``False``.
-        sinks: Further sinks for the same values, as ``SummaryRecord``'s ``sinks`` (keyword
-            only; names are checked when training opens the record). Default ``()``.
+        sinks: Further sinks for the same values, given to ``SummaryRecord`` as they are
+            (keyword only): it checks them when training opens the record. Default ``()``.
 
     Raises:
         TypeError: An argument of the wrong type, with MindSpore's message (a bool is no
@@ -224,13 +224,8 @@ class SummaryCollector(_Callback):  # type: ignore[misc]
             raise TypeError(
                 f"The type of 'tensorboard' should be 'bool', but got type '{type(tensorboard).__name__}'."
             )
-        if isinstance(sinks, str) or not isinstance(sinks, Iterable):
-            raise TypeError(
-                f"The type of 'sinks' should be a sequence of sink names, but got type "
-                f"'{type(sinks).__name__}'."
-            )
         self._tensorboard = tensorboard
-        self._sinks = list(sinks)
+        self._sinks = sinks  # SummaryRecord checks them, as it checks its own
         self._num_process = num_process
         self._optimizer: Any = None  # None: not looked for yet; False: there is none
         self._has_saved_graph = False
