@@ -15,6 +15,7 @@ BENCHES = {
     "image": "bench_image",
     "graph_embedding": "bench_graph_embedding",
     "summary_record": "bench_summary_record",
+    "summary_collector": "bench_summary_collector",
     "system": "bench_system",
     "mlflow": "bench_mlflow",
     "distributed": "bench_distributed",

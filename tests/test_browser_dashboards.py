@@ -132,8 +132,49 @@ trainer = pl.Trainer(logger=TallyboardLogger(sys.argv[1], name="", version="tiny
 trainer.fit(Tiny(), data)
 """
 
+# MindSpore's Model.train with tallyboard's SummaryCollector, viewed live in TensorBoard
+# (tensorboard=True). Rows are NumPy arrays: MindSpore 2.10's GeneratorDataset fails on NumPy 2
+# for anything it would have to copy.
+MINDSPORE = r"""
+import sys
+import numpy as np
+import mindspore as ms
+import mindspore.dataset as ds
+from mindspore import nn, ops
+from tallyboard import SummaryCollector
 
-def _start(script: str, *args: str) -> subprocess.Popen[bytes]:
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 2, 3, pad_mode="valid", has_bias=True)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Dense(2 * 6 * 6, 4)
+        self.histogram = ops.HistogramSummary()
+    def construct(self, x):
+        y = self.fc(self.flatten(self.conv(x)))
+        self.histogram("logits", y)
+        return y
+
+def rows():
+    rng = np.random.default_rng(0)
+    for i in range(16):
+        yield rng.random((3, 8, 8), dtype=np.float32), np.array(i % 4, np.int32)
+
+ms.set_context(mode=ms.GRAPH_MODE)
+ms.set_seed(0)
+net = Net()
+model = ms.train.Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+                       nn.Momentum(net.trainable_params(), 0.01, 0.9))
+collector = SummaryCollector(sys.argv[1], collect_freq=1, tensorboard=True,
+                             collect_specified_data={"collect_landscape": None})
+data = ds.GeneratorDataset(rows, ["image", "label"], shuffle=False).batch(4)
+model.train(3, data, callbacks=[collector], dataset_sink_mode=False)
+"""
+
+
+def _start(script: str, *args: str, file: Path | None = None) -> subprocess.Popen[bytes]:
+    """Run ``script`` in a child (from ``file`` when given: MindSpore's GRAPH_MODE compiles a
+    Cell from its source file, and refuses ``python -c``)."""
     env = {
         **os.environ,
         "KERAS_BACKEND": "torch",
@@ -143,8 +184,10 @@ def _start(script: str, *args: str) -> subprocess.Popen[bytes]:
         "PYTHONWARNINGS": "ignore",
     }
     env.pop("TENSORBOARD_LOGGING_DIR", None)
+    if file is not None:
+        file.write_text(textwrap.dedent(script))
     return subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(script), *args],
+        [sys.executable, *([str(file)] if file else ["-c", textwrap.dedent(script)]), *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -254,8 +297,8 @@ def _wait(name: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
 def write_logdirs(faces: Path, integrations: Path, tmp: Path) -> None:
     """Every run the suite opens, in two log directories.
 
-    ``faces``: every kind and the demo. ``integrations``: the MindSpore face converted, Lightning,
-    Hugging Face and Keras. Two, because TensorBoard's HPARAMS takes the columns of the first
+    ``faces``: every kind and the demo. ``integrations``: the MindSpore face converted, a MindSpore
+    ``Model.train`` with tallyboard's SummaryCollector, Lightning, Hugging Face and Keras. Two, because TensorBoard's HPARAMS takes the columns of the first
     ``add_hparams`` experiment it finds in a log directory and leaves every other run's cells
     blank; Lightning and Hugging Face write no experiment (TensorBoard infers it from every run).
     """
@@ -263,6 +306,9 @@ def write_logdirs(faces: Path, integrations: Path, tmp: Path) -> None:
         "keras": _start(KERAS, str(integrations / "keras")),
         "hf": _start(HF, str(integrations / "hf"), str(tmp / "hf-out")),
         "lightning": _start(LIGHTNING, str(integrations / "lightning")),
+        "mindspore": _start(
+            MINDSPORE, str(integrations / "mindspore_train"), file=tmp / "mindspore_train.py"
+        ),
         "demo": subprocess.Popen(
             [
                 sys.executable,
@@ -703,6 +749,47 @@ def test_scalars_integrations(page: Any, tb_integrations: Any, tmp_path: Path) -
         )
 
     run_check(page, "scalars_integrations", tmp_path, body)
+
+
+def test_mindspore_model_train_loss_images_and_histograms(
+    page: Any, tb_integrations: Any, tmp_path: Path
+) -> None:
+    """A MindSpore ``Model.train`` with tallyboard's SummaryCollector (``tensorboard=True``):
+    its loss draws a line, its input batches show as 32x8 images (four 8x8 images side by side),
+    its weights draw a histogram per collection (12 steps, each epoch's last one collected twice
+    as MindSpore collects it: 15) and the net's HistogramSummary one per step (12)."""
+    from playwright.sync_api import expect
+
+    run = "mindspore_train"
+
+    def body() -> None:
+        goto(page, tb_integrations, "scalars&tagFilter=^loss/auto$")
+        dash = page.locator("tf-scalar-dashboard")
+        card = dash.locator("tf-scalar-card").filter(has=page.get_by_text("loss/auto", exact=True))
+        line = card.locator("vz-line-chart2 svg path.line[d*='L']")
+        wait_rendered(line.first, dash, "mindspore loss")
+        expect_runs(dash, [run])
+
+        goto(page, tb_integrations, "images&tagFilter=^input_data/auto$")
+        dash = page.locator("tf-image-dashboard")
+        imgs = _matching(dash).locator("tf-image-loader img")
+        expect(imgs).to_have_count(1)
+        page.wait_for_function(
+            "els => els.every(i => i.complete && i.naturalWidth > 0)", arg=imgs.element_handles()
+        )
+        sizes = imgs.evaluate_all("is => is.map(i => i.naturalWidth + 'x' + i.naturalHeight)")
+        check(sizes == ["32x8"], f"mindspore images: sizes {sizes}")
+
+        outlines = {"conv.weight/auto": 15, "fc.bias/auto": 15, "logits": 12}
+        goto(page, tb_integrations, "histograms&tagFilter=" + "|".join(f"^{t}$" for t in outlines))
+        dash = page.locator("tf-histogram-dashboard")
+        charts = _matching(dash).locator("vz-histogram-timeseries")
+        expect(charts).to_have_count(len(outlines))
+        for tag, count in outlines.items():
+            chart = _matching(dash).locator("tf-histogram-loader").filter(has_text=tag).first
+            expect(chart.locator("g.histogram path.outline")).to_have_count(count)
+
+    run_check(page, "mindspore_model_train", tmp_path, body)
 
 
 def test_graphs_lightning(page: Any, tb_integrations: Any, tmp_path: Path) -> None:

@@ -41,9 +41,13 @@ _LAZY = {
     "LossLandscape": "tallyboard.faces.summary_record",
     "Operation": "tallyboard.faces.summary_record",
     "OperationParameter": "tallyboard.faces.summary_record",
+    "SummaryCollector": "tallyboard.faces.summary_collector",
     "read": "tallyboard.reading.read",
     "convert": "tallyboard.reading.convert",
 }
+
+#: Submodules reachable as attributes (``tallyboard.ops``) without importing them first.
+_SUBMODULES = {"ops": "tallyboard.ops"}
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -53,6 +57,7 @@ __all__ = [
     "SinkOptions",
     "SinkSpec",
     "hookimpl",
+    "ops",
     *_LAZY,
 ]
 
@@ -60,6 +65,8 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
+        if name in _SUBMODULES:
+            return importlib.import_module(_SUBMODULES[name])
         raise AttributeError(f"module 'tallyboard' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
@@ -71,6 +78,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from tallyboard import ops as ops
+    from tallyboard.faces.summary_collector import SummaryCollector as SummaryCollector
     from tallyboard.faces.summary_writer import SummaryWriter as SummaryWriter
     from tallyboard.plugin.registry import get_registry as get_registry
     from tallyboard.reading.convert import convert as convert

@@ -1,5 +1,7 @@
 """MindSpore-style summary operators: ``ScalarSummary()("loss", value)`` and friends.
 
+Public as :mod:`tallyboard.ops` (MindSpore's ``mindspore.ops`` path); this module keeps working.
+
 As in MindSpore, an operator call puts its value into a process-wide cache under
 ``"<name>[:Scalar]"`` (``[:Image]``, ``[:Tensor]``, ``[:Histogram]``); a later value for the same
 key replaces the earlier one. ``SummaryRecord.record()`` in ``'train'`` mode drains the cache
@@ -81,7 +83,7 @@ class _SummaryOp:
 
     type_name = ""
 
-    def __call__(self, name: str, value: Any) -> None:
+    def _cache(self, name: str, value: Any) -> None:
         owner = f"{self.type_name}Summary"
         if not isinstance(name, str):
             raise TypeError(
@@ -99,27 +101,160 @@ class _SummaryOp:
 
 
 class ScalarSummary(_SummaryOp):
-    """Record a one-element value as a scalar: ``ScalarSummary()("loss", loss)``."""
+    """Log one number per step, as ``mindspore.ops.ScalarSummary`` does: ``op("loss", loss)``.
+
+    The value waits until the next :meth:`tallyboard.SummaryRecord.record` in ``'train'`` mode,
+    which writes it as a scalar with that step (MindInsight shows it as ``<name>/scalar``,
+    TensorBoard, with ``tensorboard=True``, as ``<name>``). A later call with the same name
+    before the record replaces the value. Use it where MindSpore's operator cannot run (code
+    without MindSpore); inside a MindSpore Cell keep ``mindspore.ops.ScalarSummary``, which the
+    record collects as well.
+
+    Example:
+        >>> import numpy as np
+        >>> from tallyboard import SummaryRecord, ops
+        >>> summary = ops.ScalarSummary()
+        >>> with SummaryRecord("runs/ops_scalar") as record:
+        ...     for step in range(1, 4):
+        ...         summary("loss", np.float32(1 / step))
+        ...         ok = record.record(step)
+    """
 
     type_name = "Scalar"
 
+    def __call__(self, name: str, value: Any) -> None:
+        """Keep ``value`` as the scalar ``name`` of the next training step's record.
+
+        Args:
+            name: The tag, a non-empty str.
+            value: One number: a ``mindspore.Tensor``, NumPy array or scalar, torch tensor,
+                Python number or array-like of exactly one element (shape ``()``, ``(1,)``,
+                ``(1, 1)``, ...), of a bool, int, uint or float dtype; written as float32.
+
+        Raises:
+            TypeError: ``name`` not a str; ``value`` not an array-like, or of another dtype.
+            ValueError: An empty ``name``; a value of more than one element.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import ops
+            >>> ops.ScalarSummary()("learning_rate", np.float32(0.01))
+        """
+        self._cache(name, value)
+
 
 class ImageSummary(_SummaryOp):
-    """Record an NCHW batch of images: ``ImageSummary()("input", images)``."""
+    """Log a batch of images per step, as ``mindspore.ops.ImageSummary`` does.
+
+    The batch, shape ``(N, C, H, W)``, is written by the next training step's
+    :meth:`tallyboard.SummaryRecord.record` as one PNG, the images tiled 8 to a row. A later
+    call with the same name before the record replaces the value.
+
+    Example:
+        >>> import numpy as np
+        >>> from tallyboard import SummaryRecord, ops
+        >>> with SummaryRecord("runs/ops_image") as record:
+        ...     ops.ImageSummary()("inputs", np.random.rand(16, 3, 8, 8))  # 2 rows of 8
+        ...     ok = record.record(1)
+    """
 
     type_name = "Image"
 
+    def __call__(self, name: str, value: Any) -> None:
+        """Keep ``value`` as the images ``name`` of the next training step's record.
+
+        Args:
+            name: The tag, a non-empty str.
+            value: Images of shape ``(N, C, H, W)``, C 1 (grey) or 3 (RGB), as an array-like
+                of a bool, int, uint or float dtype; values in [0, 1] are scaled by 255, others
+                from their min-max range. Other channel counts pass here and are dropped with
+                an error log when written, as in MindSpore.
+
+        Raises:
+            TypeError: ``name`` not a str; ``value`` not an array-like, or of another dtype.
+            ValueError: An empty ``name``; a value without exactly 4 dimensions.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import ops
+            >>> ops.ImageSummary()("inputs", np.zeros((1, 1, 28, 28), np.uint8))
+        """
+        self._cache(name, value)
+
 
 class TensorSummary(_SummaryOp):
-    """Record a whole tensor: ``TensorSummary()("weights", w)``."""
+    """Log a whole array per step, as ``mindspore.ops.TensorSummary`` does.
+
+    The next training step's :meth:`tallyboard.SummaryRecord.record` writes every element (as
+    float32, MindSpore's format) with the array's shape and dtype. A later call with the same
+    name before the record replaces the value.
+
+    Example:
+        >>> import numpy as np
+        >>> from tallyboard import SummaryRecord, ops
+        >>> with SummaryRecord("runs/ops_tensor") as record:
+        ...     ops.TensorSummary()("confusion", np.eye(3, dtype=np.int32))
+        ...     ok = record.record(1)
+    """
 
     type_name = "Tensor"
 
+    def __call__(self, name: str, value: Any) -> None:
+        """Keep ``value`` as the tensor ``name`` of the next training step's record.
+
+        Args:
+            name: The tag, a non-empty str.
+            value: An array-like of at least one dimension (shape ``(0,)`` too), of a bool,
+                int, uint or float dtype.
+
+        Raises:
+            TypeError: ``name`` not a str; ``value`` not an array-like, or of another dtype.
+            ValueError: An empty ``name``; a 0-dimensional value.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import ops
+            >>> ops.TensorSummary()("bias", np.zeros(10))
+        """
+        self._cache(name, value)
+
 
 class HistogramSummary(_SummaryOp):
-    """Record a histogram of a tensor's values: ``HistogramSummary()("grads", g)``."""
+    """Log the distribution of an array's values per step, as ``mindspore.ops.HistogramSummary``.
+
+    The next training step's :meth:`tallyboard.SummaryRecord.record` writes MindSpore's
+    histogram of the values: up to 90 equal buckets over the finite values, their count, min,
+    max and sum, NaN and infinities counted apart. A later call with the same name before the
+    record replaces the value.
+
+    Example:
+        >>> import numpy as np
+        >>> from tallyboard import SummaryRecord, ops
+        >>> with SummaryRecord("runs/ops_histogram") as record:
+        ...     ops.HistogramSummary()("weights", np.random.randn(1000))
+        ...     ok = record.record(1)
+    """
 
     type_name = "Histogram"
+
+    def __call__(self, name: str, value: Any) -> None:
+        """Keep ``value``'s values as the histogram ``name`` of the next training step's record.
+
+        Args:
+            name: The tag, a non-empty str.
+            value: An array-like of at least one dimension, of a bool, int, uint or float
+                dtype; NaN and infinities are counted, not binned.
+
+        Raises:
+            TypeError: ``name`` not a str; ``value`` not an array-like, or of another dtype.
+            ValueError: An empty ``name``; a 0-dimensional value.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import ops
+            >>> ops.HistogramSummary()("gradients", np.random.randn(64, 32))
+        """
+        self._cache(name, value)
 
 
 def take() -> dict[str, np.ndarray]:

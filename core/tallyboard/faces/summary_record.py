@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from tallyboard.faces import ops
+from tallyboard.faces import mindspore_operators, ops
 from tallyboard.faces.hints import add_value_order
 from tallyboard.faces.mindspore_values import is_tensor_type as _is_ms_tensor_type
 from tallyboard.faces.mindspore_values import scalar as _ms_scalar
@@ -61,6 +61,7 @@ _NAME_RE = re.compile(r"^\w+[0-9a-zA-Z\_\.]*$", re.ASCII)
 _OP_KEY_RE = re.compile(r"(.+)\[:(.+)\]")
 _EXPORT_OPTIONS = {"tensor_format": {"npy", None}}
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_ms_pending = mindspore_operators.pending
 _ndarray = np.ndarray
 #: Scalar values pooled as a Python float (what the encoders store: float32 of ``.item()``).
 _FLOAT_TYPES = frozenset({np.float16, np.float32, np.float64})
@@ -105,16 +106,18 @@ def _warn_duplicates(items: list[tuple[str, str, Any]]) -> None:
             seen.add((kind, name))
 
 
-def _make_dir(log_dir: Any) -> str:
+def _make_dir(log_dir: Any, arg: str = "log_dir") -> str:
+    """The real path of directory ``log_dir`` (the argument named ``arg``), created (0o700) if
+    missing, checked as MindSpore checks it."""
     if isinstance(log_dir, os.PathLike):
         log_dir = os.fspath(log_dir)
     if not isinstance(log_dir, str):
-        raise TypeError("The log_dir is invalid, the type should be string.")
+        raise TypeError(f"The {arg} is invalid, the type should be string.")
     if not log_dir.strip():
-        raise ValueError("The log_dir is invalid, it should be non-blank.")
+        raise ValueError(f"The {arg} is invalid, it should be non-blank.")
     path = os.path.realpath(log_dir)
     if len(path) > 1024:
-        raise ValueError("The log_dir length is too long, it should be limited in 1024.")
+        raise ValueError(f"The {arg} length is too long, it should be limited in 1024.")
     if os.path.exists(path):
         if not os.path.isdir(path):
             raise NotADirectoryError(
@@ -175,13 +178,76 @@ def _is_cell(value: Any) -> bool:
 
 
 class SummaryRecord:
-    """Record scalars, images, tensors, histograms, graphs and lineage as MindSpore does.
+    """Log a training run as MindSpore does: scalars, images, tensors, histograms, lineage.
 
-    ``SummaryRecord(log_dir, file_prefix='events', file_suffix='_MS', num_process=32,
-    network=None, max_file_size=None, raise_exception=False, export_options=None)`` as in
-    MindSpore (``num_process`` is accepted and ignored). Keyword-only ``tensorboard=True`` also
-    writes TensorBoard event files into ``log_dir``, and ``sinks=[...]`` names further sinks that
-    receive every recorded value they can encode. Only one instance may be open at a time.
+    What a MindSpore user does most, unchanged but for the import: pool values with
+    :meth:`add_value` (or let summary operators in the network produce them) and write them as
+    one step with :meth:`record`::
+
+        with SummaryRecord("./summary_dir", tensorboard=True) as record:
+            for step in range(1, 101):
+                loss = train_one_step()                # a mindspore.Tensor, NumPy, torch, float
+                record.add_value("scalar", "loss", loss)
+                record.record(step)                    # also takes the summary operators' values
+
+    ``record()`` in ``'train'`` mode (:meth:`set_mode`) also writes the values of MindSpore's
+    summary operators (``mindspore.ops.ScalarSummary``, ``ImageSummary``, ``TensorSummary``,
+    ``HistogramSummary``) that ran in the user's Cells since the last record, in PyNative and
+    GRAPH_MODE, exactly as MindSpore's record takes them; and those of :mod:`tallyboard.ops`,
+    the same operators for code without MindSpore. MindSpore itself is optional and never
+    imported by tallyboard.
+
+    The files are MindSpore's: ``<prefix>.out.events.summary.<time>.<rank>.<host><suffix>`` for
+    values and graphs and the same name ending ``_lineage`` for lineage, created on the first
+    write, read-only after :meth:`close`; MindInsight-era tools and :func:`tallyboard.read` read
+    them. ``tensorboard=True`` also writes TensorBoard event files, so ``tensorboard --logdir``
+    shows the run live. Values are encoded and written by a thread; only one ``SummaryRecord``
+    may be open in a process (MindSpore's rule: the operators' values are process-wide).
+
+    Args:
+        log_dir: The directory of the files, a str or path; created (mode 0o700) if missing.
+            Blank strings and paths longer than 1024 characters are refused.
+        file_prefix: Start of the file names: ASCII letters, digits, ``_`` and ``.``, not
+            starting with ``.``. Default ``"events"``.
+        file_suffix: End of the summary file's name, same pattern. Default ``"_MS"``.
+        num_process: Accepted for MindSpore compatibility and ignored (MindSpore sizes a pool
+            of writer processes with it; tallyboard writes from one thread). Default ``32``.
+        network: A ``mindspore.nn.Cell`` whose compiled graph is written once, at the first
+            :meth:`record` (MindSpore must be installed). Default ``None``: no graph.
+        max_file_size: Most bytes each file may hold, an int; the first record that does not
+            fit stops that file (later ones are dropped with a warning, as MindSpore drops
+            them). A negative value is warned about and means no limit; ``0`` leaves an empty
+            file. Default ``None``: no limit.
+        raise_exception: ``True`` raises a write error (disk full, permissions) in the caller
+            at the next :meth:`record`, :meth:`flush` or :meth:`close`; ``False`` logs it and
+            stops that file. Default ``False``.
+        export_options: ``{"tensor_format": "npy"}`` also saves each ``tensor`` value as
+            ``export_<time>/tensor/<tag>_<step>.npy``. Default ``None``: no export.
+        tensorboard: Also write TensorBoard event files into ``log_dir`` (keyword only).
+            Default ``False``.
+        sinks: Further sinks for the same values, by name (keyword only), e.g. ``["csv"]``;
+            each receives every value it can encode. Default ``()``.
+
+    Raises:
+        RuntimeError: Another ``SummaryRecord`` is open in this process.
+        TypeError: ``log_dir`` not a str or path, or not writable; ``max_file_size`` not an
+            int; ``file_prefix``/``file_suffix`` not str; ``raise_exception`` or ``tensorboard``
+            not a bool; ``export_options`` or ``sinks`` of the wrong type; ``network`` given
+            without MindSpore.
+        ValueError: A blank or too long ``log_dir``; a prefix or suffix outside the pattern;
+            an unknown export option; an unknown sink.
+        NotADirectoryError: ``log_dir`` is a file.
+
+    Example:
+        >>> import numpy as np
+        >>> from tallyboard import SummaryRecord, ops
+        >>> with SummaryRecord("runs/ms_face", tensorboard=True) as record:
+        ...     for step in range(1, 4):
+        ...         record.add_value("scalar", "loss", np.float32(1 / step))
+        ...         ops.HistogramSummary()("weights", np.random.randn(100))  # operator style
+        ...         ok = record.record(step)
+        >>> ok
+        True
     """
 
     def __init__(
@@ -318,26 +384,66 @@ class SummaryRecord:
             if (kind, t.spec.name) in registry.encoders or ("*", t.spec.name) in registry.encoders
         }
         self._mirror: Any = None
+        mindspore_operators.discard_graph_values()  # as MindSpore's constructor does
 
     # -- properties --------------------------------------------------------------------------
 
     @property
     def log_dir(self) -> str:
-        """The full path of the summary file (created on the first write)."""
+        """The full path of the summary file, as MindSpore's ``log_dir`` is (not the directory).
+
+        The file itself is created on the first write.
+
+        Example:
+            >>> from tallyboard import SummaryRecord
+            >>> with SummaryRecord("runs/ms_path") as record:
+            ...     print(record.log_dir.split(".out.")[1][:15])
+            events.summary.
+        """
         return str(getattr(self._sink, "path", self._dir))
 
     @property
     def file_info(self) -> dict[str, str]:
-        """``{'file_name': ..., 'file_path': ...}`` of the summary file."""
+        """``{"file_name": ..., "file_path": ...}`` of the summary file, as in MindSpore.
+
+        Example:
+            >>> from tallyboard import SummaryRecord
+            >>> with SummaryRecord("runs/ms_info", file_suffix="_x") as record:
+            ...     print(record.file_info["file_name"].endswith("_x"))
+            True
+        """
         return {"file_name": os.path.basename(self.log_dir), "file_path": self.log_dir}
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` has run (then :meth:`record` returns ``False``).
+
+        Example:
+            >>> from tallyboard import SummaryRecord
+            >>> record = SummaryRecord("runs/ms_closed")
+            >>> record.close()
+            >>> record.closed
+            True
+        """
         return self._closed
 
     # -- context manager ---------------------------------------------------------------------
 
     def __enter__(self) -> SummaryRecord:
+        """Use the record in a ``with`` block, which closes it at the end.
+
+        Returns:
+            SummaryRecord: this record.
+
+        Raises:
+            ValueError: The record is already closed.
+
+        Example:
+            >>> from tallyboard import SummaryRecord
+            >>> with SummaryRecord("runs/ms_with") as record:
+            ...     record.closed
+            False
+        """
         if self._closed:
             raise ValueError(
                 'For "SummaryRecord", SummaryRecord has been closed, please check if close() method is called'
@@ -345,12 +451,34 @@ class SummaryRecord:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Close the record (:meth:`close`); an exception leaving the block goes on."""
         self.close()
 
     # -- API ---------------------------------------------------------------------------------
 
     def set_mode(self, mode: str) -> None:
-        """'train' (default: operator values are recorded) or 'eval' (they are left in the cache)."""
+        """Say whether the model trains or evaluates: only training steps take operator values.
+
+        In ``'train'`` mode (the default) each :meth:`record` writes the values the summary
+        operators produced since the last one; in ``'eval'`` mode it leaves them where they are
+        (the next ``'train'`` record writes the latest of each), while values given to
+        :meth:`add_value` are written in either mode.
+
+        Args:
+            mode: ``"train"`` or ``"eval"``.
+
+        Raises:
+            ValueError: Any other ``mode``.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryRecord, ops
+            >>> with SummaryRecord("runs/ms_mode") as record:
+            ...     record.set_mode("eval")
+            ...     ops.ScalarSummary()("eval_only", np.float32(0.5))  # left for later
+            ...     record.add_value("scalar", "acc", np.float32(0.9))  # written at step 10
+            ...     ok = record.record(10)
+        """
         if mode not in ("train", "eval"):
             raise ValueError(
                 f'For "SummaryRecord.set_mode", {mode!r} is not a recognized mode, expect the parameter "mode" '
@@ -359,11 +487,54 @@ class SummaryRecord:
         self._mode = mode
 
     def add_value(self, plugin: str, name: str, value: Any) -> None:
-        """Pool ``value`` under ``name`` for the next ``record()``.
+        """Keep a value for the next :meth:`record`, which writes it with its step.
 
-        ``plugin`` is one of scalar, image, tensor, histogram (array values), graph (serialized
-        ModelProto), train_lineage, eval_lineage, dataset_graph, custom_lineage_data (lineage
-        messages) or landscape / LANDSCAPE (a LossLandscape).
+        The value is checked and copied now (changing the array afterwards changes nothing).
+        A name added twice for the same plugin in one step is written twice, with a warning, as
+        MindSpore does (MindInsight shows the last).
+
+        Args:
+            plugin: What the value is, as in MindSpore (case-sensitive):
+
+                - ``"scalar"``: one number; an array of one element (shape ``()``, ``(1,)``,
+                  ``(1, 1)``), written as float32.
+                - ``"image"``: a batch of images, shape ``(N, C, H, W)`` with C 1 or 3, tiled
+                  8 to a row into one PNG; values in [0, 1] are scaled by 255, others from
+                  their min-max range.
+                - ``"tensor"``: a whole array of at least one dimension.
+                - ``"histogram"``: the distribution of an array's values (at least one
+                  dimension; NaN and infinities counted apart).
+                - ``"graph"``: the bytes of a serialized anf_ir ``ModelProto``.
+                - ``"train_lineage"``, ``"eval_lineage"``, ``"dataset_graph"``,
+                  ``"custom_lineage_data"``: a ``TrainLineage``, ``EvaluationLineage``,
+                  ``DatasetGraph`` or ``UserDefinedInfo`` message, tallyboard's class or
+                  MindSpore's own (``mindspore.train.lineage_pb2``).
+                - ``"landscape"`` (or ``"LANDSCAPE"``): a ``LossLandscape`` message.
+                - the name of a kind another installed plugin registers.
+
+            name: The tag, a non-empty str (ignored for the lineage plugins and ``graph``, as
+                MindSpore ignores it).
+            value: For array plugins a ``mindspore.Tensor``, NumPy array or scalar, torch
+                tensor, Python number or other array-like of bool, int, uint or float (16, 32,
+                64 bits; bfloat16 Tensors become exact float32); else the message or bytes
+                above.
+
+        Raises:
+            ValueError: An unknown ``plugin``; an empty or non-str ``name`` for array plugins
+                (MindSpore's type); a shape the plugin cannot take.
+            TypeError: A value of the wrong type for its plugin, or of an unsupported dtype.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryRecord, TrainLineage
+            >>> lineage = TrainLineage()
+            >>> lineage.hyper_parameters.learning_rate = 0.01
+            >>> with SummaryRecord("runs/ms_add") as record:
+            ...     record.add_value("scalar", "loss", np.float32(0.25))
+            ...     record.add_value("image", "inputs", np.random.rand(4, 3, 8, 8))
+            ...     record.add_value("histogram", "weights", np.random.randn(1000))
+            ...     record.add_value("train_lineage", "lineage", lineage)
+            ...     ok = record.record(1)
         """
         if plugin == "scalar" and type(name) is str and name and not self._closed:
             # The hot path: a float scalar is pooled as a Python float (its snapshot).
@@ -436,9 +607,45 @@ class SummaryRecord:
         train_network: Any = None,
         plugin_filter: Callable[[str], Any] | None = None,
     ) -> bool:
-        """Write everything pooled (and, in 'train' mode, the operator cache) as step ``step``.
+        """Write the values added since the last record, and the operators' values, as one step.
 
-        Returns False (after logging an error) when closed, True otherwise.
+        One summary event holds every scalar, image, tensor, histogram and landscape value,
+        grouped by plugin in the order the plugins were first used; lineage goes to the
+        ``_lineage`` file and graphs to graph events. In ``'train'`` mode the values of the
+        summary operators that ran since the last record are added first, as MindSpore adds
+        them: MindSpore's own (inside Cells, PyNative or GRAPH_MODE) and :mod:`tallyboard.ops`'.
+        The call returns at once; a thread encodes and writes.
+
+        Args:
+            step: The step, an int (not bool) in the int64 range; 0 and negative steps are
+                allowed.
+            train_network: The training ``Cell`` whose graph is written when ``network``'s gives
+                none (only with ``network`` set, at the first record). Default ``None``.
+            plugin_filter: Called once per plugin name (``"scalar"``, ``"graph"``,
+                ``"train_lineage"``, ...) of this step's values; a plugin it returns falsy for
+                is discarded, not kept for later. Default ``None``: write everything.
+
+        Returns:
+            bool: ``True``; ``False`` (after logging an error) when the record is closed.
+
+        Raises:
+            TypeError: ``step`` not an int or ``train_network`` not a Cell (even when closed);
+                an operator's value that is not a Tensor, or a tag that is not a non-empty
+                str (MindSpore's messages; the operators' values are then dropped, those of
+                :meth:`add_value` stay for the next record).
+            ValueError: ``step`` outside int64; an operator's value of the wrong shape.
+            OSError: With ``raise_exception=True``, a write error since the last call.
+            RuntimeError: With ``raise_exception=True``, too little free disk space (MindSpore's
+                check: 32 times the record's size).
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryRecord
+            >>> with SummaryRecord("runs/ms_record") as record:
+            ...     record.add_value("scalar", "loss", np.float32(0.5))
+            ...     record.add_value("tensor", "w", np.eye(2))
+            ...     record.record(7, plugin_filter=lambda plugin: plugin == "scalar")
+            True
         """
         if (
             type(step) is int
@@ -446,7 +653,7 @@ class SummaryRecord:
             and plugin_filter is None
             and self._plain
             and _INT64_MIN <= step <= _INT64_MAX
-            and not (ops._cache and self._mode == "train")
+            and not (self._mode == "train" and (ops._cache or _ms_pending()))
         ):  # the hot path: values pooled by add_value only, no graph, filter or extra sink
             pool = self._pool
             if len(pool) == 1 and self._write_value is not None:
@@ -477,14 +684,18 @@ class SummaryRecord:
             return False
         if self.network is not None and not self._has_graph:
             self._record_graph(step, train_network)
-        if self._mode == "train" and ops._cache:
-            for key, value in ops.take().items():
-                match = _OP_KEY_RE.match(key)
-                if match is None:
-                    logger.warning("The name(%r) is invalid, expected 'TAG[:TYPE]'.", key)
-                    continue
-                tag, type_name = match.groups()
-                self.add_value(type_name.lower(), tag, value)
+        if self._mode == "train":
+            if ops._cache:
+                for key, value in ops.take().items():
+                    match = _OP_KEY_RE.match(key)
+                    if match is None:
+                        logger.warning("The name(%r) is invalid, expected 'TAG[:TYPE]'.", key)
+                        continue
+                    tag, type_name = match.groups()
+                    self.add_value(type_name.lower(), tag, value)
+            if _ms_pending():  # MindSpore's own operators, inside the user's Cells
+                for plugin, tag, value in mindspore_operators.take():
+                    self.add_value(plugin, tag, value)
         pool = self._pool
         items = pool[:]
         del pool[: len(items)]
@@ -525,7 +736,24 @@ class SummaryRecord:
         return True
 
     def flush(self) -> None:
-        """Write everything recorded so far to disk (fsync); logs an error when closed."""
+        """Write everything recorded so far to the files and to disk (fsync), then return.
+
+        The writer thread also writes what is pending every two seconds on its own; call this
+        when another program must read the files now. A closed record logs an error, as
+        MindSpore's does.
+
+        Raises:
+            OSError: With ``raise_exception=True``, a write error.
+            RuntimeError: With ``raise_exception=True``, too little free disk space.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryRecord
+            >>> with SummaryRecord("runs/ms_flush") as record:
+            ...     record.add_value("scalar", "loss", np.float32(0.5))
+            ...     ok = record.record(1)
+            ...     record.flush()  # the step is in the file now
+        """
         if self._closed:
             logger.error(
                 "For 'SummaryRecord', the record writer is closed and can not flush, please check if close() "
@@ -537,7 +765,24 @@ class SummaryRecord:
             self._mirror.flush()
 
     def close(self) -> None:
-        """Write everything, close the files and make them read-only; a second call does nothing."""
+        """Write everything, close the files and make them read-only (0o400).
+
+        A second call does nothing. Afterwards another ``SummaryRecord`` may be opened.
+
+        Raises:
+            OSError: With ``raise_exception=True``, a write error (the files are closed anyway).
+            RuntimeError: With ``raise_exception=True``, too little free disk space.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryRecord
+            >>> record = SummaryRecord("runs/ms_close")
+            >>> record.add_value("scalar", "loss", np.float32(0.5))
+            >>> ok = record.record(1)
+            >>> record.close()
+            >>> record.record(2)  # logs an error: closed
+            False
+        """
         with _count_lock:
             if self._closed:
                 return

@@ -2,7 +2,8 @@
 
 Kinds ``train_lineage``, ``eval_lineage``, ``dataset_graph``, ``custom_lineage_data`` and
 ``landscape`` take the message classes in :mod:`tallyboard_lineage.messages` (``TrainLineage``,
-``EvaluationLineage``, ``DatasetGraph``, ``UserDefinedInfo``, ``LossLandscape``) and turn them
+``EvaluationLineage``, ``DatasetGraph``, ``UserDefinedInfo``, ``LossLandscape``), or MindSpore's
+own classes of the same names (``mindspore.train.lineage_pb2``, ``summary_pb2``), and turn them
 into serialized bytes. Reach them through ``SummaryRecord.add_value(kind, name, message)``; the
 ``mindspore`` sink writes them (lineage kinds to the ``_lineage`` file, landscapes to the
 summary file). The message classes are loaded on first use.
@@ -22,6 +23,8 @@ KINDS = {
     "custom_lineage_data": "UserDefinedInfo",
     "landscape": "LossLandscape",
 }
+#: The protobuf package of MindSpore's messages (and of tallyboard's classes, which copy them).
+PACKAGE = "mindspore.irpb"
 #: Classes users build values from (exposed through ``tallyboard.faces.summary_record``).
 PUBLIC = (
     "TrainLineage", "EvaluationLineage", "DatasetGraph", "Operation", "OperationParameter", "StrList",
@@ -56,19 +59,29 @@ MESSAGE_CLASSES = _Classes()
 
 
 class Convert:
-    """Check that a value is the kind's message class and serialize it."""
+    """Check that a value is the kind's message and serialize it.
+
+    The message may be tallyboard's class or MindSpore's own (``mindspore.train.lineage_pb2``,
+    ``summary_pb2``, what MindSpore's ``SummaryCollector`` builds): both are the protobuf message
+    ``mindspore.irpb.<class>``, told apart from any other class by that full name, and serialize
+    to the same bytes. MindSpore is never imported for the check.
+    """
 
     message_classes = MESSAGE_CLASSES
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.class_name = KINDS[kind]
+        self.full_name = f"{PACKAGE}.{self.class_name}"
 
     def __call__(self, value: Any) -> bytes:
-        cls = MESSAGE_CLASSES[self.class_name]
-        if not isinstance(value, cls):
-            plugin = "landscape" if self.kind == "landscape" else self.kind
-            raise TypeError(f"Plugin {plugin!r} expects a {self.class_name} value.")
+        if not isinstance(value, MESSAGE_CLASSES[self.class_name]):
+            descriptor = getattr(type(value), "DESCRIPTOR", None)
+            if getattr(descriptor, "full_name", None) != self.full_name or not callable(
+                getattr(value, "SerializeToString", None)
+            ):
+                plugin = "landscape" if self.kind == "landscape" else self.kind
+                raise TypeError(f"Plugin {plugin!r} expects a {self.class_name} value.")
         return value.SerializeToString()  # type: ignore[no-any-return]
 
 

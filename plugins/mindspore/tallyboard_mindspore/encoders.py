@@ -334,21 +334,36 @@ _pack_stats = struct.Struct("<BdBdBd").pack  # max (field 5), min (6), sum (7): 
 
 def _histogram_records(run: Sequence[tuple[Any, ...]]) -> list[bytes]:
     """:func:`_histogram_record` of each row (arrays of one shape and dtype), bucket for bucket,
-    with NumPy calls over all of them at once for float arrays of finite values whose min and
-    max differ and whose buckets hold fewer than 128 values; any other row is done by itself."""
-    arrays = [row[4] for row in run]
+    with NumPy calls over all of them at once (:func:`_histogram_protos`)."""
+    protos = _histogram_protos([row[4] for row in run])
+    records = []
+    for row, proto in zip(run, protos):
+        if proto is None:
+            records.append(_histogram_record(row))
+            continue
+        _, tag, step_i, wall_time, _ = row
+        head = _histogram_head(tag, len(proto))
+        records.append(frame(b"".join([wall_step(wall_time, int(step_i)), head, proto])))
+    return records
+
+
+def _histogram_protos(arrays: Sequence[np.ndarray]) -> list[bytes | None]:
+    """The Histogram message of each array (one shape and dtype), as :func:`histogram_proto`
+    writes it, computed with NumPy calls over all of them at once for float arrays of finite
+    values whose min and max differ and whose buckets hold fewer than 128 values; None for any
+    other array, to be done by itself."""
     dtype = arrays[0].dtype
     total = arrays[0].size
     if len(arrays) == 1 or dtype not in (np.float32, np.float64) or total < 2:
-        return [_histogram_record(row) for row in run]
-    values = _stack(arrays, "histograms").reshape(len(arrays), -1)
+        return [None] * len(arrays)
+    values = _stack(list(arrays), "histograms").reshape(len(arrays), -1)
     vmin = values.min(axis=1).astype(np.float64)
     vmax = values.max(axis=1).astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         ok = (vmin < vmax) & (vmin >= F32_MIN) & (vmax <= F32_MAX)  # also False for NaN, inf
     chosen = np.flatnonzero(ok)
     if not len(chosen):
-        return [_histogram_record(row) for row in run]
+        return [None] * len(arrays)
     if len(chosen) < len(arrays):
         values, vmin, vmax = values[chosen], vmin[chosen], vmax[chosen]
     sums = values.sum(axis=1, dtype=np.float64).tolist()
@@ -370,29 +385,14 @@ def _histogram_records(run: Sequence[tuple[Any, ...]]) -> list[bytes]:
     )
     size = 22 * bins
     count_field = b"\x40" + varint(total)
-    tail_size = len(_NO_NONFINITE) + 27 + len(count_field)
-    records: dict[int, bytes] = {}
+    protos: list[bytes | None] = [None] * len(arrays)
     highs, lows = vmax.tolist(), vmin.tolist()
     for j, (i, fast) in enumerate(zip(chosen.tolist(), usable.tolist())):
         if not fast:  # a bucket of 128 values or more, or edges too close: by itself
             continue
-        _, tag, step_i, wall_time, _ = run[i]
-        head = _histogram_head(tag, size + tail_size)
         stats = _pack_stats(0x29, highs[j], 0x31, lows[j], 0x39, sums[j])
-        piece = packed[j * size : (j + 1) * size]
-        records[i] = frame(
-            b"".join(
-                [
-                    wall_step(wall_time, int(step_i)),
-                    head,
-                    piece,
-                    _NO_NONFINITE,
-                    stats,
-                    count_field,
-                ]
-            )
-        )
-    return [records.get(i) or _histogram_record(row) for i, row in enumerate(run)]
+        protos[i] = b"".join([packed[j * size : (j + 1) * size], _NO_NONFINITE, stats, count_field])
+    return protos
 
 
 _histogram_heads: dict[tuple[str, int], bytes] = {}
@@ -587,6 +587,81 @@ def encode_image(tag: str, step: Any, wall_time: float, payload: Any) -> Piece:
     draw_canvases(array[None], view[None])
     png = png_from_scanlines(buffer, width, 3)
     return VALUE, wire.image_value(tag, height, width, 3, png), step, wall_time
+
+
+class StepValues:
+    """The values of one ``record()`` that go out as one summary Event, queued as the payload of
+    one row (:func:`encode_step_rows`): ``items`` are ``(encode, tag, payload)``; ``nbytes``, what
+    their arrays hold, counts as pending until the row is encoded (memory stays bounded)."""
+
+    __slots__ = ("items", "nbytes")
+
+    def __init__(self, items: list[tuple[Any, str, Any]], nbytes: int) -> None:
+        self.items = items
+        self.nbytes = nbytes
+
+
+def _chunks(groups: dict[Any, list[tuple[int, int, str, np.ndarray]]]) -> Iterable[list[Any]]:
+    """Each group of arrays of one shape and dtype, a batch's worth at a time."""
+    for group in groups.values():
+        limit = _batch_size(group[0][3].shape, group[0][3].dtype)
+        for start in range(0, len(group), limit):
+            yield group[start : start + limit]
+
+
+def encode_step_rows(rows: Sequence[tuple[Any, ...]]) -> bytes:
+    """Framed summary Events for rows ``(key, tag, step, wall_time, StepValues)``, each holding
+    its values in order as one Event, exactly as encoding each value by itself writes it; the
+    NCHW images of one shape and the histograms of one shape across the rows are encoded
+    together (a step of an image and a few histograms costs about half as much so)."""
+    from tallyboard_image.codec import png_parts
+
+    values: list[list[bytes | None]] = []
+    images: dict[tuple[Any, ...], list[tuple[int, int, str, np.ndarray]]] = {}
+    histograms: dict[tuple[Any, ...], list[tuple[int, int, str, np.ndarray]]] = {}
+    for r, (_, _, step, wall_time, batch) in enumerate(rows):
+        out: list[bytes | None] = []
+        for j, (encode, tag, payload) in enumerate(batch.items):
+            if type(payload) is np.ndarray:
+                if encode is encode_image and image_row_ok(payload):
+                    images.setdefault((payload.shape, payload.dtype.str), []).append(
+                        (r, j, tag, payload)
+                    )
+                    out.append(None)
+                    continue
+                if encode is encode_histogram:
+                    histograms.setdefault((payload.shape, payload.dtype.str), []).append(
+                        (r, j, tag, payload)
+                    )
+                    out.append(None)
+                    continue
+            try:
+                out.append(encode(tag, step, wall_time, payload)[1])
+            except Dropped:
+                out.append(None)
+        values.append(out)
+    for group in _chunks(images):
+        first = group[0][3]
+        k = len(group)
+        height, width = canvas_shape(first.shape)
+        stacked = _stack([item[3] for item in group], "images")
+        buffers = _scratch_array("scanlines", k, (height, width * 3 + 1), np.uint8)
+        scaled = _scratch_array("scaled", k, first.shape, np.uint8)
+        draw_canvases(stacked, buffers[:, :, 1:].reshape(k, height, width, 3), scaled)
+        del stacked
+        for (r, j, tag, _), png in zip(group, png_parts(buffers, width, 3)):
+            # joined now: stored PNGs are views of the scratch arrays the next group reuses
+            values[r][j] = wire.image_value(tag, height, width, 3, b"".join(png))
+    for group in _chunks(histograms):
+        protos = _histogram_protos([item[3] for item in group])
+        for (r, j, tag, array), proto in zip(group, protos):
+            values[r][j] = wire.histogram_value(
+                tag, proto if proto is not None else histogram_proto(array)
+            )
+    return b"".join(
+        frame(wire.summary_event(wall_time, int(step), [v for v in out if v is not None]))
+        for (_, _, step, wall_time, _), out in zip(rows, values)
+    )
 
 
 def encode_landscape(tag: str, step: Any, wall_time: float, payload: bytes) -> Piece:

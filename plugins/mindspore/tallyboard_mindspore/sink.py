@@ -48,12 +48,14 @@ from .encoders import (
     LINEAGE,
     VALUE,
     Dropped,
+    StepValues,
     encode_histogram,
     encode_histogram_rows,
     encode_image,
     encode_image_rows,
     encode_scalar,
     encode_scalar_rows,
+    encode_step_rows,
     image_row_ok,
 )
 from .wire import tag_field as _tag_field
@@ -79,6 +81,9 @@ _ARRAY_ROWS = {
     "image": row_key(encode_image_rows, arrays=True),
     "histogram": row_key(encode_histogram_rows, arrays=True),
 }
+#: The key of rows holding the values of one record() with images, histograms or tensors: each
+#: one Event, the arrays of many encoded together (a step of a SummaryCollector, of operators).
+_STEP_ROWS = row_key(encode_step_rows, arrays=True)
 logger = logging.getLogger("tallyboard.mindspore")
 
 
@@ -472,7 +477,9 @@ class MindSporeSink:
         if heavy is not None:
             if self.max_file_size is None:
                 size = sum(int(getattr(p, "nbytes", 0)) for _, _, p in heavy)
-                self.summary.write(Deferred(_summary_record, (step, wall_time, heavy), size))
+                self.summary.write_array_row(
+                    (_STEP_ROWS, "", step, wall_time, StepValues(heavy, size)), wall_time
+                )
             else:
                 self.summary.write(_summary_record(step, wall_time, heavy))
         elif encoded or has_values:
