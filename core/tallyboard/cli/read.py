@@ -1,4 +1,4 @@
-"""``tallyboard ls | export | plot | board | convert``: look at a log dir from the shell.
+"""``tallyboard ls | export | plot | convert``: look at a log dir from the shell.
 
 Heavy libraries (pyarrow, matplotlib, tqdm, tensorboard) are imported only by the command
 that needs them.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -622,24 +621,6 @@ def cmd_plot(
     return 0
 
 
-def cmd_board(logdir: str, host: str, port: int) -> int:
-    try:
-        import tensorboard.main  # noqa: F401
-    except ImportError:
-        print(
-            "tallyboard board: TensorBoard is not installed; pip install tensorboard",
-            file=sys.stderr,
-        )
-        return 1
-    if not os.path.isdir(logdir) and "://" not in logdir:
-        raise CliError(f"logdir {logdir!r} is not a directory")
-    cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", host]
-    cmd += ["--port", str(port)]
-    if os.name == "posix":
-        os.execv(sys.executable, cmd)
-    return subprocess.call(cmd)
-
-
 def _smoothing(text: str) -> float:
     import argparse
 
@@ -664,7 +645,7 @@ def _add_from(parser: Any) -> None:
 
 
 def add_parsers(sub: Any) -> None:
-    """Add ``ls``, ``export``, ``plot``, ``board`` and ``convert`` to the ``tallyboard`` subparsers."""
+    """Add ``ls``, ``export``, ``plot`` and ``convert`` to the ``tallyboard`` subparsers."""
     p = sub.add_parser("ls", help="runs, tags per kind, counts, step range, last update")
     p.add_argument("logdir")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -700,10 +681,6 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--runs", nargs="+", help="keep only these runs")
     _add_from(p)
     p.add_argument("--force", action="store_true", help="overwrite the output")
-    p = sub.add_parser("board", help="start TensorBoard on the log dir")
-    p.add_argument("logdir")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=6006)
     p = sub.add_parser("convert", help="rewrite every run in another format (tfevents, mindspore)")
     p.add_argument("src", help="log dir (path or fsspec URL) whose runs are read")
     p.add_argument("dst", help="local directory the converted runs go to (dst/<run>)")
@@ -743,8 +720,6 @@ def dispatch(args: Any) -> int:
                 args.force,
                 args.formats,
             )
-        if args.command == "board":
-            return cmd_board(args.logdir, args.host, args.port)
         if args.command == "convert":
             return cmd_convert(args.src, args.dst, args.to, args.force, args.formats)
     except CliError as e:

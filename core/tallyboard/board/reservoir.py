@@ -1,0 +1,191 @@
+"""Downsampling a time series as it grows: a deterministic reservoir that keeps the last point.
+
+A series offered points in batches keeps at most ``capacity`` of them: ``capacity - 1`` slots
+filled by reservoir sampling (Algorithm R: the ``t``-th point takes a slot with probability
+``(capacity - 1) / t``, evicting a uniformly chosen one) plus the newest point, always. So a
+chart always ends at the last value logged, the points kept are a uniform sample of the rest,
+and memory holds ``capacity`` points whatever the file holds. The random draws come from a
+generator seeded with a constant, so the same stream keeps the same points on every run and
+every reload. ``capacity`` 0 keeps everything.
+
+Steps are expected to grow. A point whose step is not above an earlier one *preempts* it, as a
+job restarted from a checkpoint rewrites the steps after it: the points kept with a step at or
+above it are dropped (and the count of points seen shrinks in proportion, so later points are
+not under-sampled). Within one batch the same holds: a point followed (later in the batch) by a
+point of a step not above it is dropped before sampling.
+
+Everything is done on whole numpy arrays per batch; payloads are a float64 array (scalars) or
+an object array (tensors, blob sequences).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+#: The seed of every reservoir's generator (deterministic sampling).
+SEED = 0x7A11B0A4D
+
+
+class Reservoir:
+    """The points kept of one time series (see the module docstring).
+
+    ``view`` is the current content as a tuple of three arrays ``(steps, wall_times, values)``
+    in step order. Each :meth:`offer` replaces the tuple (it never changes arrays a reader may
+    hold), so readers on other threads take ``view`` once and need no lock.
+    """
+
+    __slots__ = ("capacity", "seen", "view", "_arrival", "_slots", "_last", "_rng", "_dtype")
+
+    def __init__(self, capacity: int, dtype: Any = np.float64) -> None:
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
+            raise ValueError(f"capacity must be an int >= 0 (0 keeps all), got {capacity!r}")
+        self.capacity = capacity
+        self._dtype = np.dtype(dtype)
+        #: points offered and not preempted (Algorithm R's ``t``)
+        self.seen = 0
+        empty = (np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, self._dtype))
+        #: the sampled slots: arrival index of each, and (steps, walls, values)
+        self._arrival = np.empty(0, np.int64)
+        self._slots = empty
+        #: the newest point as 1-element arrays plus its arrival index, or None
+        self._last: tuple[int, Any, Any, Any] | None = None
+        self._rng: np.random.Generator | None = None
+        self.view = empty
+
+    def __len__(self) -> int:
+        return len(self.view[0])
+
+    def offer(self, steps: Any, walls: Any, values: Any) -> None:
+        """Add a batch of points (arrays of equal length, in the order they were logged)."""
+        steps = np.asarray(steps, np.int64)
+        walls = np.asarray(walls, np.float64)
+        if self._dtype.kind == "O":
+            values = object_array(values)
+        else:
+            values = np.asarray(values, self._dtype)
+        if not len(steps):
+            return
+        # Preemption inside the batch: keep a point only if every later point has a higher step.
+        after = np.minimum.accumulate(steps[::-1])[::-1]  # min of steps[i:]
+        keep = np.ones(len(steps), bool)
+        keep[:-1] = steps[:-1] < after[1:]
+        if not keep.all():
+            steps, walls, values = steps[keep], walls[keep], values[keep]
+        self._preempt(int(steps[0]))
+        if self.capacity == 0:
+            s, w, v = self.view
+            self.view = (np.concatenate([s, steps]), np.concatenate([w, walls]), _cat(v, values))
+            self.seen += len(steps)
+            return
+        self._sample(steps, walls, values)
+        self._make_view()
+
+    def _preempt(self, step: int) -> None:
+        """Drop the points kept with a step at or above ``step``."""
+        s = self.view[0]
+        if not len(s) or s[-1] < step:
+            return
+        kept_before = len(s)
+        if self.capacity == 0:
+            n = int(np.searchsorted(s, step, "left"))
+            self.view = tuple(a[:n] for a in self.view)  # type: ignore[assignment]
+            self.seen = n
+            return
+        stay = self._slots[0] < step
+        self._arrival = self._arrival[stay]
+        self._slots = tuple(a[stay] for a in self._slots)  # type: ignore[assignment]
+        if self._last is not None and self._last[1][0] >= step:
+            self._last = None
+        self._make_view()
+        dropped = kept_before - len(self.view[0])
+        # the points seen shrink in proportion to the points kept that went
+        self.seen = math.ceil(self.seen * (1 - dropped / kept_before))
+        if len(self._arrival):
+            self.seen = max(self.seen, int(self._arrival.max()) + 1)
+
+    def _sample(self, steps: Any, walls: Any, values: Any) -> None:
+        m, k = len(steps), self.capacity - 1
+        t = np.arange(self.seen, self.seen + m, dtype=np.int64)  # arrival index of each point
+        self.seen += m
+        self._last = (int(t[-1]), steps[-1:], walls[-1:], values[-1:])
+        if k <= 0:
+            return
+        filled = len(self._arrival)
+        slot_of = np.full(m, -1, np.int64)
+        free = min(m, k - filled)  # empty slots are taken in order
+        slot_of[:free] = np.arange(filled, filled + free)
+        if free < m:
+            if self._rng is None:
+                self._rng = np.random.default_rng(SEED)
+            draws = self._rng.integers(0, t[free:] + 1)
+            hit = np.flatnonzero(draws < k)
+            slot_of[free + hit] = draws[hit]
+        chosen = np.flatnonzero(slot_of >= 0)
+        if not len(chosen):
+            return
+        # a slot chosen twice in this batch keeps the later point
+        slots, first_in_rev = np.unique(slot_of[chosen][::-1], return_index=True)
+        winners = chosen[::-1][first_in_rev]
+        size = max(filled, int(slots[-1]) + 1)
+        arrival = _grow(self._arrival, size, -1)
+        cols = [_grow(a, size, 0) for a in self._slots]
+        arrival[slots] = t[winners]
+        for col, src in zip(cols, (steps, walls, values)):
+            col[slots] = src[winners]
+        self._arrival = arrival
+        self._slots = (cols[0], cols[1], cols[2])
+
+    def _make_view(self) -> None:
+        arrival = self._arrival
+        s, w, v = self._slots
+        if len(arrival) > 1 and not (arrival[1:] > arrival[:-1]).all():
+            order = np.argsort(arrival, kind="stable")
+            arrival, s, w, v = arrival[order], s[order], w[order], v[order]
+        last = self._last
+        if last is not None and not (len(arrival) and arrival[-1] == last[0]):
+            s, w, v = np.concatenate([s, last[1]]), np.concatenate([w, last[2]]), _cat(v, last[3])
+        self.view = (s, w, v)
+
+
+def object_array(items: Any) -> Any:
+    """A 1-d object array of ``items`` (tuples stay elements, never a second axis)."""
+    if isinstance(items, np.ndarray) and items.dtype == object and items.ndim == 1:
+        return items
+    items = list(items)
+    out = np.empty(len(items), object)
+    for i, item in enumerate(items):
+        out[i] = item
+    return out
+
+
+def _grow(a: Any, size: int, fill: Any) -> Any:
+    """A copy of ``a`` at least ``size`` long (new places set to ``fill``)."""
+    out = np.empty(size, a.dtype)
+    out[: len(a)] = a
+    if size > len(a):
+        out[len(a) :] = fill if a.dtype != object else None
+    return out
+
+
+def _cat(a: Any, b: Any) -> Any:
+    if a.dtype == object or b.dtype == object:
+        out = np.empty(len(a) + len(b), object)
+        out[: len(a)] = a
+        out[len(a) :] = b
+        return out
+    return np.concatenate([a, b])
+
+
+def downsample(n: int, k: int) -> Any:
+    """Indices of ``k`` of ``n`` points spread evenly, always ending at the last (all when
+    ``k >= n``); what a read asking for ``num_points`` gets."""
+    if k >= n:
+        return slice(None)
+    if k <= 0:
+        return slice(0, 0)
+    if k == 1:
+        return slice(n - 1, n)
+    return np.floor(np.linspace(0, n - 1, k)).astype(np.int64)
