@@ -119,12 +119,12 @@ class Servicer(pb_grpc.TensorBoardDataProviderServicer):  # type: ignore[misc]
         runs = self.store.runs
         names = sorted(runs) if want_runs is None else sorted(want_runs & set(runs))
         for name in names:
-            series = runs[name].series
-            tags = series if want_tags is None else [t for t in want_tags if t in series]
+            series = runs[name].series  # tags in the order first logged, as TensorBoard's
             found = [
                 (tag, s)
-                for tag in sorted(tags)
-                if (s := series[tag]).data_class == data_class
+                for tag, s in series.items()
+                if (want_tags is None or tag in want_tags)
+                and s.data_class == data_class
                 and s.plugin == plugin
                 and len(s.reservoir.view[0])
             ]
