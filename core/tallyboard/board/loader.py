@@ -108,6 +108,8 @@ class Loader:
         self.problems: list[str] = []
         #: passes finished, and a condition notified after each
         self.passes = 0
+        #: values the last pass read (what was new)
+        self.last_points = 0
         self._pass_done = threading.Condition()
         self._wake = threading.Event()
 
@@ -160,6 +162,7 @@ class Loader:
         else:
             points = self._read(files)
         with self._pass_done:
+            self.last_points = points
             self.passes += 1
             self._pass_done.notify_all()
         log.debug("pass %d: %d points in %.3f s", self.passes, points, time.monotonic() - start)

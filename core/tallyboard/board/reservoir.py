@@ -1,12 +1,13 @@
 """Downsampling a time series as it grows: a deterministic reservoir that keeps the last point.
 
-A series offered points in batches keeps at most ``capacity`` of them: ``capacity - 1`` slots
-filled by reservoir sampling (Algorithm R: the ``t``-th point takes a slot with probability
-``(capacity - 1) / t``, evicting a uniformly chosen one) plus the newest point, always. So a
-chart always ends at the last value logged, the points kept are a uniform sample of the rest,
-and memory holds ``capacity`` points whatever the file holds. The random draws come from a
-generator seeded with a constant, so the same stream keeps the same points on every run and
-every reload. ``capacity`` 0 keeps everything.
+A series offered points in batches keeps at most ``capacity`` of them: the newest point,
+always, plus ``capacity - 1`` slots filled by reservoir sampling (Algorithm R) of every point
+before it: the ``t``-th such point takes a slot with probability ``(capacity - 1) / t``,
+evicting a uniformly chosen one. So a series of up to ``capacity`` points is kept whole, a chart
+always ends at the last value logged, the other points kept are a uniform sample, and memory
+holds ``capacity`` points whatever the file holds. The draws come from a generator seeded with a
+constant and are taken in the same order however the points are split into batches, so the same
+stream keeps the same points on every run and every reload. ``capacity`` 0 keeps everything.
 
 Steps are expected to grow. A point whose step is not above an earlier one *preempts* it, as a
 job restarted from a checkpoint rewrites the steps after it: the points kept with a step at or
@@ -44,7 +45,7 @@ class Reservoir:
             raise ValueError(f"capacity must be an int >= 0 (0 keeps all), got {capacity!r}")
         self.capacity = capacity
         self._dtype = np.dtype(dtype)
-        #: points offered and not preempted (Algorithm R's ``t``)
+        #: points that entered the sample (all but the newest) and were not preempted
         self.seen = 0
         empty = (np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, self._dtype))
         #: the sampled slots: arrival index of each, and (steps, walls, values)
@@ -107,15 +108,32 @@ class Reservoir:
             self.seen = max(self.seen, int(self._arrival.max()) + 1)
 
     def _sample(self, steps: Any, walls: Any, values: Any) -> None:
-        m, k = len(steps), self.capacity - 1
+        # The newest point is held apart; the point it displaces as newest enters the sample.
+        entering = (steps[:-1], walls[:-1], values[:-1])
+        if self._last is not None:
+            _, ls, lw, lv = self._last
+            entering = (
+                np.concatenate([ls, entering[0]]),
+                np.concatenate([lw, entering[1]]),
+                _cat(lv, entering[2]),
+            )
+        m, k = len(entering[0]), self.capacity - 1
         t = np.arange(self.seen, self.seen + m, dtype=np.int64)  # arrival index of each point
         self.seen += m
-        self._last = (int(t[-1]), steps[-1:], walls[-1:], values[-1:])
-        if k <= 0:
+        self._last = (self.seen, steps[-1:], walls[-1:], values[-1:])
+        if k <= 0 or not m:
             return
         filled = len(self._arrival)
+        if filled + m <= k:  # room for all: appended in order, no draw
+            self._arrival = np.concatenate([self._arrival, t])
+            self._slots = (
+                np.concatenate([self._slots[0], entering[0]]),
+                np.concatenate([self._slots[1], entering[1]]),
+                _cat(self._slots[2], entering[2]),
+            )
+            return
         slot_of = np.full(m, -1, np.int64)
-        free = min(m, k - filled)  # empty slots are taken in order
+        free = max(0, min(m, k - filled))  # empty slots are taken in order
         slot_of[:free] = np.arange(filled, filled + free)
         if free < m:
             if self._rng is None:
@@ -133,7 +151,7 @@ class Reservoir:
         arrival = _grow(self._arrival, size, -1)
         cols = [_grow(a, size, 0) for a in self._slots]
         arrival[slots] = t[winners]
-        for col, src in zip(cols, (steps, walls, values)):
+        for col, src in zip(cols, entering):
             col[slots] = src[winners]
         self._arrival = arrival
         self._slots = (cols[0], cols[1], cols[2])
@@ -145,7 +163,7 @@ class Reservoir:
             order = np.argsort(arrival, kind="stable")
             arrival, s, w, v = arrival[order], s[order], w[order], v[order]
         last = self._last
-        if last is not None and not (len(arrival) and arrival[-1] == last[0]):
+        if last is not None:
             s, w, v = np.concatenate([s, last[1]]), np.concatenate([w, last[2]]), _cat(v, last[3])
         self.view = (s, w, v)
 
