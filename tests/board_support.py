@@ -183,7 +183,9 @@ def write_formats(root: Path) -> list[str]:
     write_events(root)
     write_mindspore(root)
     write_line_formats(root)
-    write_tsv(root / "tsv/run/metrics.scalars.tsv", [(s, "tsv_loss", 1.0 / (s + 2)) for s in range(15)])
+    write_tsv(
+        root / "tsv/run/metrics.scalars.tsv", [(s, "tsv_loss", 1.0 / (s + 2)) for s in range(15)]
+    )
     return RUNS
 
 

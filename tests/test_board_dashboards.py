@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -57,14 +56,18 @@ def tags_of(pair: tuple[TensorBoard, TensorBoard], plugin: str) -> list[tuple[st
 
 def test_runs_and_active_dashboards_are_the_same(pair: Any) -> None:
     ours, ref = both(pair, "/data/runs")
-    assert sorted(ours) == sorted(ref) == [
-        "csv/run",
-        "events/all",
-        "events/all/trial",
-        "jsonl/run",
-        "mindspore/seed0",
-        "tsv/run",
-    ]
+    assert (
+        sorted(ours)
+        == sorted(ref)
+        == [
+            "csv/run",
+            "events/all",
+            "events/all/trial",
+            "jsonl/run",
+            "mindspore/seed0",
+            "tsv/run",
+        ]
+    )
     ours, ref = both(pair, "/data/plugins_listing")
     enabled = {name for name, p in ours.items() if p["enabled"]}
     assert enabled == {name for name, p in ref.items() if p["enabled"]}

@@ -90,7 +90,9 @@ def test_an_absent_filter_matches_all_and_a_present_empty_one_nothing(stub: Any)
     assert _scalars(stub, downsample=pb.Downsample(num_points=10), run_tag_filter=rtf) == {}
     rtf = pb.RunTagFilter(tags=pb.TagFilter(names=[]))
     assert _scalars(stub, downsample=pb.Downsample(num_points=10), run_tag_filter=rtf) == {}
-    rtf = pb.RunTagFilter(runs=pb.RunFilter(names=["early", "nope"]), tags=pb.TagFilter(names=["loss"]))
+    rtf = pb.RunTagFilter(
+        runs=pb.RunFilter(names=["early", "nope"]), tags=pb.TagFilter(names=["loss"])
+    )
     assert list(_scalars(stub, downsample=pb.Downsample(num_points=10), run_tag_filter=rtf)) == [
         ("early", "loss")
     ]
@@ -136,7 +138,9 @@ def test_a_read_without_or_with_a_negative_downsample_is_an_invalid_argument(stu
 def test_list_metadata_gives_max_step_wall_time_and_the_first_values_metadata(stub: Any) -> None:
     req = pb.ListScalarsRequest()
     req.plugin_filter.plugin_name = "scalars"
-    entries = {(r.run_name, t.tag_name): t.metadata for r in stub.ListScalars(req).runs for t in r.tags}
+    entries = {
+        (r.run_name, t.tag_name): t.metadata for r in stub.ListScalars(req).runs for t in r.tags
+    }
     meta = entries[("early", "loss")]
     assert (meta.max_step, meta.max_wall_time) == (4, 1004.0)
     assert meta.summary_metadata.plugin_data.plugin_name == "scalars"

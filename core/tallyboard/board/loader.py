@@ -108,6 +108,10 @@ class Loader:
         self.problems: list[str] = []
         #: passes finished, and a condition notified after each
         self.passes = 0
+        #: passes started
+        self.started = 0
+        #: True when one pass is all there will be (no reload)
+        self.once = False
         #: values the last pass read (what was new)
         self.last_points = 0
         self._pass_done = threading.Condition()
@@ -138,22 +142,34 @@ class Loader:
         with self._pass_done:
             return self._pass_done.wait_for(lambda: self.passes > after, timeout)
 
+    def wait_fresh(self, timeout: float) -> bool:
+        """Start a pass now (or right after the one under way) and wait until it is done:
+        everything written before this call is then served (when passes run only once, wait
+        for that one). False on timeout."""
+        with self._pass_done:
+            started = 0 if self.once else self.started
+            self._wake.set()
+        return self.wait_pass(started, timeout)
+
     def wake(self) -> None:
         """Start the next pass now instead of after the reload interval."""
         self._wake.set()
 
     def run(self, stop: threading.Event, interval: float) -> None:
         """Passes until ``stop`` is set, ``interval`` seconds apart (one pass when 0)."""
+        self.once = interval <= 0
         while not stop.is_set():
+            self._wake.clear()
             self.load()
             if interval <= 0:
                 return
             self._wake.wait(interval)
-            self._wake.clear()
 
     def load(self) -> int:
         """One pass; returns the points offered to the store."""
         start = time.monotonic()
+        with self._pass_done:
+            self.started += 1
         points = 0
         try:
             files = self._list()

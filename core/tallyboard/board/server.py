@@ -103,10 +103,10 @@ class BoardServer:
             log.exception("tallyboard board: loading %s stopped", self.logdir)
 
     def wait_loaded(self, timeout: float = 60.0) -> bool:
-        """Wait until a pass that started after this call has finished (for scripts and tests)."""
-        done = self.loader.passes
-        self.loader.wake()
-        return self.loader.wait_pass(done, timeout)
+        """Read what is new now and wait until it is served (a pass started after this call
+        has finished); False after ``timeout`` seconds. For scripts and tests: a running server
+        reads every ``reload`` seconds by itself."""
+        return self.loader.wait_fresh(timeout)
 
     def stop(self, grace: float = 1.0) -> None:
         """Stop answering (requests in flight get ``grace`` seconds) and stop loading."""
