@@ -22,7 +22,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -201,40 +200,54 @@ def convert_to_events(src: Path, dst: Path, env: dict[str, str]) -> None:
     assert out.returncode == 0, out.stderr
 
 
+class Board:
+    """A running ``tallyboard board``: the TensorBoard client, the process, what it printed."""
+
+    def __init__(self, tb: TensorBoard, proc: subprocess.Popen[bytes], log: Path) -> None:
+        self.tb, self.proc, self.log = tb, proc, log
+
+    def stderr(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
 @contextlib.contextmanager
 def board(
     logdir: str,
     *args: str,
     env: dict[str, str] | None = None,
     timeout: float = 120.0,
-    command: str = "board",
-) -> Iterator[tuple[TensorBoard, subprocess.Popen[str]]]:
-    """``tallyboard board LOGDIR`` on a free port until TensorBoard lists runs; stopped (and
-    checked to stop) on exit. Yields the TensorBoard client and the process (stderr piped)."""
+    log: Path | None = None,
+) -> Iterator[Board]:
+    """``tallyboard board LOGDIR`` on a free port until TensorBoard lists runs; stopped with
+    SIGINT (Ctrl-C) on exit. Its stderr goes to ``log`` (a temporary file by default)."""
+    import tempfile
+
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tallyboard", command, logdir, "--port", str(port), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
-    tb = TensorBoard(port)
+    if log is None:
+        log = Path(tempfile.mkstemp(prefix="board-", suffix=".log")[1])
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tallyboard", "board", logdir, "--port", str(port), *args],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+            start_new_session=True,
+        )
+    running = Board(TensorBoard(port), proc, log)
     try:
         deadline = time.monotonic() + timeout
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"tallyboard {command} exited: {proc.stderr.read()[-3000:]}")
+                raise RuntimeError(f"tallyboard board exited: {running.stderr()[-3000:]}")
             try:
-                if tb.get_json("/data/runs"):
+                if running.tb.get_json("/data/runs"):
                     break
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise TimeoutError(f"tallyboard {command} served no runs in {timeout} s")
+                raise TimeoutError(f"tallyboard board served no runs in {timeout} s")
             time.sleep(0.2)
-        yield tb, proc
+        yield running
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends
@@ -242,8 +255,6 @@ def board(
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 stop_process_group(proc, 10)
-        if proc.stderr:
-            proc.stderr.close()
 
 
 def wait_until(predicate: Any, timeout: float, what: str, every: float = 0.1) -> Any:
@@ -256,7 +267,3 @@ def wait_until(predicate: Any, timeout: float, what: str, every: float = 0.1) ->
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} not within {timeout} s (last: {got!r})")
         time.sleep(every)
-
-
-def dedent(text: str) -> str:
-    return textwrap.dedent(text)

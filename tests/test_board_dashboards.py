@@ -31,10 +31,10 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TensorBoard
     shutil.rmtree(root / "converted" / "events")
     shutil.copytree(root / "logs" / "events", root / "converted" / "events")
     with (
-        board(str(root / "logs"), "--reload", "0", env=env) as (ours, _),
+        board(str(root / "logs"), "--reload", "0", env=env) as ours,
         tensorboard_server(root / "converted") as ref,
     ):
-        yield ours, ref
+        yield ours.tb, ref
 
 
 def both(pair: tuple[TensorBoard, TensorBoard], route: str, **params: Any) -> tuple[Any, Any]:

@@ -165,9 +165,12 @@ def test_memory_holds_the_samples_kept_not_the_file(
             w.add_scalar("loss", step * 1e-3, step)
     size = sum(p.stat().st_size for p in (tmp_path / "big").iterdir())
     monkeypatch.setattr(loader_module, "WINDOW", 128 << 10)
+    (tmp_path / "warm").mkdir()
+    warm, _ = provider(str(tmp_path / "warm"), reload=0)  # modules imported before tracing
+    assert warm.wait_loaded(30)
     tracemalloc.start()
     try:
-        server, stub = provider(str(tmp_path), samples={"scalars": 500}, reload=0)
+        server, stub = provider(str(tmp_path / "big"), samples={"scalars": 500}, reload=0)
         assert server.wait_loaded(60)
         peak = tracemalloc.get_traced_memory()[1]
     finally:

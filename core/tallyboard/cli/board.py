@@ -23,7 +23,7 @@ import warnings
 from typing import Any
 
 from tallyboard import paths
-from tallyboard.extras import require
+from tallyboard.extras import MissingExtra, require
 
 #: Defaults of the options (also shown in their help).
 BOARD_PORT, SERVE_PORT, HOST = 6006, 6806, "127.0.0.1"
@@ -142,10 +142,23 @@ def _fail(command: str, message: str) -> int:
     return 1
 
 
+def _missing(command: str) -> str | None:
+    """Why the provider cannot run here (grpcio or TensorBoard missing or broken), or None."""
+    for module, what in [("grpc", "grpcio"), ("tensorboard.main", "TensorBoard")]:
+        try:
+            require(module, "board", f"tallyboard {command}")
+        except MissingExtra as exc:
+            return str(exc)
+        except ImportError as exc:  # there, but it does not import
+            return (
+                f"{what} is not installed or does not import ({exc}): "
+                'pip install "tallyboard[board]"'
+            )
+    return None
+
+
 def _start_provider(args: Any, command: str, host: str, port: int) -> Any:
     """The running provider; its warnings (a host that is not loopback) printed."""
-    require("grpc", "board", f"tallyboard {command}")
-    require("tensorboard", "board", f"tallyboard {command}")
     from tallyboard.board import serve
 
     with warnings.catch_warnings(record=True) as caught:
@@ -192,6 +205,11 @@ def _sigterm_stops() -> Any:
 def cmd_serve(args: Any) -> int:
     """``tallyboard serve``: the provider until Ctrl-C or SIGTERM."""
     _log_to_stderr("serve")
+    if not paths.is_url(args.logdir) and not os.path.isdir(args.logdir):
+        return _fail("serve", f"logdir {args.logdir!r} is not a directory")
+    missing = _missing("serve")
+    if missing:
+        return _fail("serve", missing)
     try:
         server = _start_provider(args, "serve", args.host, args.port)
     except (OSError, ValueError, TypeError) as exc:
@@ -266,7 +284,9 @@ def cmd_board(args: Any, extra: list[str]) -> int:
     _log_to_stderr("board")
     if not paths.is_url(args.logdir) and not os.path.isdir(args.logdir):
         return _fail("board", f"logdir {args.logdir!r} is not a directory")
-    require("tensorboard", "board", "tallyboard board")
+    missing = _missing("board")
+    if missing:
+        return _fail("board", missing)
     provider_port = _free_port()
     cmd = tensorboard_command(
         args.logdir, f"{HOST}:{provider_port}", args.host, args.port or _free_port(), extra
