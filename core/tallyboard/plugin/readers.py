@@ -37,6 +37,27 @@ class Batch:
     def add_row(self, kind: str, row: dict[str, Any]) -> None:
         self.rows.setdefault(kind, []).append(row)
 
+    def extend(self, other: Batch) -> None:
+        """Append what ``other`` holds after what this batch holds (another file of the same
+        run, read later): scalar columns, rows of every kind and undecoded counts. ``other``
+        gives up its scalar columns to this batch."""
+        self.flush_lists()
+        other.flush_lists()
+        self.columns.extend(other.columns)
+        for kind, rows in other.rows.items():
+            self.rows.setdefault(kind, []).extend(rows)
+        for key, n in other.undecoded.items():
+            self.undecoded[key] = self.undecoded.get(key, 0) + n
+
+    def empty(self) -> bool:
+        """Whether the batch holds nothing: no scalar, no row, no undecoded value."""
+        return not (
+            self.tags
+            or any(len(c[1]) for c in self.columns)
+            or any(self.rows.values())
+            or self.undecoded
+        )
+
     def scalars(self) -> tuple[Any, Any, Any, Any]:
         """Every scalar of this batch as numpy arrays ``(tag, step, wall_time, value)``, in file
         order (tags as an object array of str)."""
