@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -36,6 +36,27 @@ class Batch:
 
     def add_row(self, kind: str, row: dict[str, Any]) -> None:
         self.rows.setdefault(kind, []).append(row)
+
+    def extend(self, other: Batch) -> None:
+        """Append what ``other`` holds after what this batch holds (another file of the same
+        run, read later): scalar columns, rows of every kind and undecoded counts. ``other``
+        gives up its scalar columns to this batch."""
+        self.flush_lists()
+        other.flush_lists()
+        self.columns.extend(other.columns)
+        for kind, rows in other.rows.items():
+            self.rows.setdefault(kind, []).extend(rows)
+        for key, n in other.undecoded.items():
+            self.undecoded[key] = self.undecoded.get(key, 0) + n
+
+    def empty(self) -> bool:
+        """Whether the batch holds nothing: no scalar, no row, no undecoded value."""
+        return not (
+            self.tags
+            or any(len(c[1]) for c in self.columns)
+            or any(self.rows.values())
+            or self.undecoded
+        )
 
     def scalars(self) -> tuple[Any, Any, Any, Any]:
         """Every scalar of this batch as numpy arrays ``(tag, step, wall_time, value)``, in file
@@ -79,8 +100,107 @@ class Batch:
             del column[:]
 
 
+@dataclass
+class Batches:
+    """What one read of several files produced, file by file: the scalars of file ``i`` are
+    rows ``[start(i), start(i) + counts[i])`` of the shared columns (``names``, ``codes``,
+    ``step``, ``wall_time``, ``value``: the tag names, int32 codes into them, int64, float64,
+    float64), followed by whatever ``batches[i]`` holds (None: nothing more).
+
+    A reader that decodes many small files in one pass (:meth:`FileReader.read_many`) puts
+    their scalars in the shared columns at once, so a sweep of ten thousand files costs a few
+    array operations, not ten thousand of each; other readers give one Batch per file
+    (:meth:`of`).
+    """
+
+    batches: list[Batch | None]
+    names: list[str] = field(default_factory=list)
+    codes: Any = None
+    step: Any = None
+    wall_time: Any = None
+    value: Any = None
+    #: shared scalar rows per file (None: no shared columns).
+    counts: Any = None
+
+    @classmethod
+    def of(cls, batches: list[Batch]) -> Batches:
+        """One Batch per file, nothing shared."""
+        return cls(list(batches))
+
+    @classmethod
+    def concat(cls, parts: Sequence[Batches]) -> Batches:
+        """Several reads' Batches as one, in order (tag codes remapped to one list of names)."""
+        import numpy as np
+
+        if len(parts) == 1:
+            return parts[0]
+        out = cls([b for part in parts for b in part.batches])
+        shared = [p for p in parts if p.shared()]
+        if not shared:
+            return out
+        names: dict[str, int] = {}
+        codes = []
+        for p in shared:
+            remap = np.array([names.setdefault(n, len(names)) for n in p.names], np.int32)
+            codes.append(remap[p.codes])
+        out.names = list(names)
+        out.codes = np.concatenate(codes)
+        out.step = np.concatenate([p.step for p in shared])
+        out.wall_time = np.concatenate([p.wall_time for p in shared])
+        out.value = np.concatenate([p.value for p in shared])
+        out.counts = np.concatenate(
+            [p.counts if p.shared() else np.zeros(len(p), np.int64) for p in parts]
+        )
+        return out
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def shared(self) -> bool:
+        """Whether some scalars are in the shared columns."""
+        return self.counts is not None and len(self.codes) > 0
+
+    def batch(self, i: int) -> Batch:
+        """File ``i``'s values as one :class:`Batch` (its shared scalars as views, no copy)."""
+        own = self.batches[i]
+        if not self.shared() or not self.counts[i]:
+            return own if own is not None else Batch()
+        starts = self.__dict__.get("_starts")
+        if starts is None:
+            import numpy as np
+
+            starts = self.__dict__["_starts"] = np.concatenate([[0], np.cumsum(self.counts)])
+        start, stop = int(starts[i]), int(starts[i + 1])
+        out = Batch(
+            columns=[
+                (
+                    self.names,
+                    self.codes[start:stop],
+                    self.step[start:stop],
+                    self.wall_time[start:stop],
+                    self.value[start:stop],
+                )
+            ]
+        )
+        if own is not None:
+            out.extend(own)
+        return out
+
+    def split(self) -> list[Batch]:
+        """Every file's :meth:`batch`, in order."""
+        return [self.batch(i) for i in range(len(self.batches))]
+
+
 class FileReader(Protocol):
-    """An open file of a run; ``read_new`` returns the records appended since the last call."""
+    """An open file of a run; ``read_new`` returns the records appended since the last call.
+
+    A reader class may also offer ``read_many(readers) -> Batches`` (a classmethod taking
+    several readers of that class, each of its own file): it reads them all at once and must
+    give, file by file, what ``read_new`` would give (the same values in the same order), and
+    leave each reader as ``read_new`` would. Core calls it for groups of small files, so a
+    format can decode many files in one vectorised pass; readers without it are read one by
+    one.
+    """
 
     def read_new(self) -> Batch: ...
 

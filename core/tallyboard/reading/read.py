@@ -77,13 +77,25 @@ def read(
             f"an installed plugin decodes, so no kind= gives them: {undecoded.describe(missed)}",
             ReadWarning,
         )
+    return build_table(batches, kind, table, None if tag_globs is None else wanted_tag)
+
+
+def build_table(
+    batches: list[tuple[str, Batch]],
+    kind: str = "scalar",
+    table: str = "pandas",
+    wanted_tag: Callable[[str], bool] | None = None,
+) -> Any:
+    """The table :func:`read` returns, of the values of ``kind`` in ``(run, batch)`` pairs
+    (only the tags ``wanted_tag`` keeps, when given). The scalar columns are moved out of the
+    batches into the table."""
     if kind == "scalar":
-        return _scalar_table(batches, None if tag_globs is None else wanted_tag, table)
+        return _scalar_table(batches, wanted_tag, table)
     rows = [
         {"run": run, **row}
         for run, batch in batches
         for row in batch.rows.get(kind, ())
-        if wanted_tag(row["tag"])
+        if wanted_tag is None or wanted_tag(row["tag"])
     ]
     shape = getattr(get_registry().kinds.get(kind), "read_table", None)
     if shape is not None:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from fnmatch import fnmatchcase
 from typing import Any
 
-from tallyboard.plugin.readers import Batch, FileReader, ReaderSpec
+from tallyboard.plugin.readers import Batch, Batches, FileReader, ReaderSpec
 from tallyboard.reading.fetch import LocalFiles, Prefetched, fetch_ahead, is_local
-from tallyboard.reading.pool import pool_size, read_files
+from tallyboard.reading.pool import plan, pool_size, read_tasks
 from tallyboard.warn import ReadWarning
 
 
@@ -57,29 +58,163 @@ def local_files(root: str) -> list[tuple[str, bool, int]]:
     """``(path, regular, size)`` for every file under the local directory ``root``, symlinked folders
     followed as TensorBoard follows them, but never into a folder the path is already inside (a
     link loop); ``regular`` is False for a FIFO, socket, device or dangling link, which are
-    never opened (a FIFO would block the reader)."""
+    never opened (a FIFO would block the reader). One ``scandir`` per folder and one ``stat``
+    per entry; nothing is kept (:class:`LocalTree` keeps what a later scan needs)."""
     out: list[tuple[str, bool, int]] = []
     st = os.stat(root)
     todo = [(root, frozenset({(st.st_dev, st.st_ino)}))]
+    isdir, isreg = stat.S_ISDIR, stat.S_ISREG
     while todo:
         top, inside = todo.pop()
         try:
-            entries = list(os.scandir(top))
+            with os.scandir(top) as it:
+                entries = list(it)
         except OSError:
             continue
         for entry in entries:
             try:
-                st = os.stat(entry.path)
+                st = entry.stat()
             except OSError:
                 out.append((entry.path, False, 0))
                 continue
-            if stat.S_ISDIR(st.st_mode):
+            if isdir(st.st_mode):
                 key = (st.st_dev, st.st_ino)
                 if key not in inside:
                     todo.append((entry.path, inside | {key}))
             else:
-                out.append((entry.path, stat.S_ISREG(st.st_mode), st.st_size))
+                out.append((entry.path, isreg(st.st_mode), st.st_size))
     return out
+
+
+class _Dir:
+    """A folder as last scanned: its mtime, its ``(st_dev, st_ino)`` and the folder it is in
+    (a link back to a folder it is inside is a loop), its files and subfolders."""
+
+    __slots__ = ("mtime", "key", "parent", "files", "subdirs")
+
+    def __init__(self, mtime: int, key: tuple[int, int], parent: str | None) -> None:
+        self.mtime, self.key, self.parent = mtime, key, parent
+        self.files: dict[str, tuple[bool, int]] = {}
+        self.subdirs: list[str] = []
+
+
+class LocalTree:
+    """The files under a local directory, kept between scans so that a later :meth:`scan` costs
+    a ``stat`` per known folder and file, not a walk of the whole tree.
+
+    A folder is listed again only when its mtime changed (a file or folder was added, removed
+    or renamed in it) or was too recent to trust at the previous scan: file systems stamp times
+    at a coarse granularity, so a change made in the same tick as that scan may leave the mtime
+    as it was. Files are ``stat``-ed every scan for their size (appending changes no folder).
+    """
+
+    #: a folder whose mtime is this close to (or after) the previous scan's start is listed again.
+    racy_ns = 2_000_000_000
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._dirs: dict[str, _Dir] = {}
+        self._started = 0  # time.time_ns() when the previous scan began (0: none yet)
+
+    def scan(self) -> dict[str, tuple[bool, int]]:
+        """``{path: (regular, size)}`` of every file now under the root (see :func:`local_files`)."""
+        started = time.time_ns()
+        if not self._dirs:
+            self._walk(self.root, os.stat(self.root), None)
+        else:
+            trust_before = self._started - self.racy_ns
+            for path in list(self._dirs):
+                d = self._dirs.get(path)
+                if d is None:  # dropped with a folder above it
+                    continue
+                try:
+                    mtime = os.stat(path).st_mtime_ns
+                except OSError:
+                    self._drop(path)
+                    continue
+                if mtime != d.mtime or d.mtime >= trust_before:
+                    self._relist(path, d, mtime)
+                    continue
+                for file, (regular, size) in list(d.files.items()):
+                    try:
+                        st = os.stat(file)
+                    except OSError:
+                        del d.files[file]  # gone (the folder's next mtime will say so too)
+                        continue
+                    if st.st_size != size:
+                        d.files[file] = (regular, st.st_size)
+        self._started = started
+        out: dict[str, tuple[bool, int]] = {}
+        for d in self._dirs.values():
+            out.update(d.files)
+        return out
+
+    @staticmethod
+    def _entries(top: str) -> list[tuple[str, os.stat_result | None]]:
+        """``(path, stat or None)`` of the entries of ``top`` (None: a dangling link)."""
+        try:
+            with os.scandir(top) as it:
+                entries = list(it)
+        except OSError:
+            return []
+        out: list[tuple[str, os.stat_result | None]] = []
+        for entry in entries:
+            try:
+                out.append((entry.path, entry.stat()))
+            except OSError:
+                out.append((entry.path, None))
+        return out
+
+    def _walk(self, top: str, st: os.stat_result, parent: str | None) -> None:
+        """List ``top`` and every folder below it (not known yet)."""
+        todo = [(top, st, parent)]
+        while todo:
+            path, st, parent = todo.pop()
+            d = self._dirs[path] = _Dir(st.st_mtime_ns, (st.st_dev, st.st_ino), parent)
+            for sub, sub_st in self._fill(path, d):
+                todo.append((sub, sub_st, path))
+
+    def _inside(self, d: _Dir, key: tuple[int, int]) -> bool:
+        """Whether the folder ``key`` is ``d`` or a folder ``d`` is in."""
+        at: _Dir | None = d
+        while at is not None:
+            if at.key == key:
+                return True
+            at = self._dirs.get(at.parent) if at.parent is not None else None
+        return False
+
+    def _fill(self, path: str, d: _Dir) -> list[tuple[str, Any]]:
+        """Record the files of ``path`` in ``d``; returns its subfolders to enter (not loops)."""
+        subs = []
+        for entry, st in self._entries(path):
+            if st is None:
+                d.files[entry] = (False, 0)
+            elif stat.S_ISDIR(st.st_mode):
+                if not self._inside(d, (st.st_dev, st.st_ino)):
+                    subs.append((entry, st))
+            else:
+                d.files[entry] = (stat.S_ISREG(st.st_mode), st.st_size)
+        d.subdirs = [sub for sub, _ in subs]
+        return subs
+
+    def _relist(self, path: str, d: _Dir, mtime: int) -> None:
+        """List ``path`` again: new folders are walked, vanished ones dropped."""
+        before = set(d.subdirs)
+        d.mtime = mtime
+        d.files = {}
+        for sub, st in self._fill(path, d):
+            if sub not in before:
+                self._walk(sub, st, path)
+        for sub in before - set(d.subdirs):
+            self._drop(sub)
+
+    def _drop(self, path: str) -> None:
+        """Forget ``path`` and every folder below it."""
+        todo = [path]
+        while todo:
+            d = self._dirs.pop(todo.pop(), None)
+            if d is not None:
+                todo.extend(d.subdirs)
 
 
 def _reader_for(readers: dict[str, ReaderSpec], basename: str) -> ReaderSpec | None:
@@ -89,12 +224,40 @@ def _reader_for(readers: dict[str, ReaderSpec], basename: str) -> ReaderSpec | N
     return None
 
 
+class _File:
+    """A recognised file of a wanted run: its run, reader spec, reader (made on first read), the
+    size the last listing gave and the listed size when it was last read."""
+
+    __slots__ = ("run", "spec", "reader", "size", "read_at")
+
+    def __init__(self, run: str, spec: ReaderSpec, size: int) -> None:
+        self.run, self.spec, self.size = run, spec, size
+        self.reader: FileReader | None = None
+        self.read_at = -1
+
+
+class _Job:
+    """The files of one read, as the pool finds them (:class:`tallyboard.reading.pool.Job`)."""
+
+    def __init__(self, owner: RunReader, paths: list[str]) -> None:
+        self.owner, self.paths = owner, paths
+
+    def reader(self, i: int) -> FileReader:
+        return self.owner._reader_of(self.paths[i])
+
+
 class RunReader:
     """Reads every recognised file under a log dir; calling :meth:`read` again yields only new data.
 
     Runs are directories holding readable files, named by their path relative to the log dir
     (``"."`` for the log dir itself). ``runs`` (names or globs) keeps only the runs matching one:
     the others are never opened, nor fetched from a remote store.
+
+    Each listing (:meth:`refresh`) notes every file's size; a file whose reader keeps a byte
+    offset (``reader.offset``) is opened again only once its size changed, so a re-read of a
+    large tree where a few files grew opens those few. Files that disappear are forgotten.
+    ``keep=False`` is for a tree read once (:func:`tallyboard.read`, ``ls``): no reader is kept
+    after its file is read, so memory holds the listing, not a reader per file.
     """
 
     def __init__(
@@ -103,6 +266,7 @@ class RunReader:
         formats: str | Iterable[str] | None = None,
         kind: str | None = None,
         runs: str | Iterable[str] | None = None,
+        keep: bool = True,
     ) -> None:
         import fsspec
 
@@ -116,21 +280,34 @@ class RunReader:
         self.formats = _format_names(formats, self._readers)
         self._wanted_run = matcher(names_or_globs(runs, "runs"))
         self.kind = kind
+        self.keep = keep
         self.fs, root = fsspec.core.url_to_fs(logdir)
         self.root = root.rstrip("/") or "/"
         if not self.fs.isdir(self.root):
             raise ValueError(f"logdir {logdir!r} is not a directory")
-        self._open: dict[str, tuple[str, FileReader]] = {}
+        #: the files read (of wanted runs, in a chosen format), in reading order.
+        self._open: dict[str, _File] = {}
         self._not_files: set[str] = set()  # special files already reported
-        self._sizes: dict[str, int] = {}  # file -> size when last listed
+        self._sizes: dict[str, int] = {}  # every recognised file -> size when last listed
+        self._shrunk: set[str] = set()  # files that shrank, already reported
+        #: every listed file -> the reader spec that reads it (None: no reader does).
+        self._spec_of: dict[str, ReaderSpec | None] = {}
+        #: run directory -> its recognised files (read or not) and their formats.
+        self._present: dict[str, dict[str, ReaderSpec]] = {}
+        self._local: LocalTree | None = None
         #: what readers open files through: on a remote store, one serving bytes fetched ahead.
         self._source: Any = LocalFiles(self.fs)
         if not is_local(self.fs):
             self._source = Prefetched(self.fs)
+        self._listed_once = False
         self._format_decoders: dict[str, dict[str, Callable[..., Any]]] = {}
         self._chosen: dict[str, str] = {}  # run directory -> the competing format read there
         #: run directory -> competing formats found there but not read (same values again).
         self.skipped: dict[str, set[str]] = {}
+
+    def run_of(self, parent: str) -> str:
+        """The run name of the directory ``parent`` (its path relative to the log dir)."""
+        return parent[len(self.root) :].strip("/") or "."
 
     def _choose(self, parent: str, present: set[str]) -> str | None:
         """The competing format read in ``parent``: kept once chosen, so re-reads stay whole."""
@@ -147,13 +324,25 @@ class RunReader:
             self.skipped.setdefault(parent, set()).update(present - {chosen})
         return chosen
 
-    def discover(self) -> list[tuple[str, FileReader]]:
-        """``(run, reader)`` for every recognised file, new files included: read them one by one
-        (``reader.read_new()``) to hold one file's records at a time."""
+    def refresh(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """List the log dir again: take in the files that appeared, forget those that are gone.
+
+        Returns ``(opened, gone)``: the paths of the files to read that this listing found,
+        and ``(path, run)`` of such files no longer there. A file that shrank below where it
+        was read is reported once and not read again (writers append; a file rewritten in
+        place cannot be followed).
+        """
+        listing = self._files()
         found: dict[str, list[tuple[str, ReaderSpec]]] = {}
-        for path, regular, size in self._files():
-            spec = _reader_for(self._readers, path.rsplit("/", 1)[-1])
-            if spec is not None and not regular:
+        sizes, spec_of, resized = self._sizes, self._spec_of, []
+        for path, regular, size in listing:
+            try:
+                spec = spec_of[path]
+            except KeyError:
+                spec = spec_of[path] = _reader_for(self._readers, path.rsplit("/", 1)[-1])
+            if spec is None:
+                continue
+            if not regular:
                 if path not in self._not_files:
                     self._not_files.add(path)
                     warnings.warn(
@@ -163,23 +352,127 @@ class RunReader:
                         2,
                     )
                 continue
-            if spec is not None and (self.formats is None or spec.name in self.formats):
+            if self.formats is None or spec.name in self.formats:
                 found.setdefault(path.rsplit("/", 1)[0], []).append((path, spec))
-                self._sizes[path] = size
+                if sizes.get(path) != size:
+                    sizes[path] = size
+                    resized.append(path)
+        gone = self._forget(found, listing)
+        opened = []
         for parent, files in found.items():
-            run = parent[len(self.root) :].strip("/") or "."
+            present = self._present.get(parent)
+            if present is not None and len(present) == len(files):
+                continue  # nothing new in this run directory
+            run = self.run_of(parent)
             if not self._wanted_run(run):
                 continue
+            present = self._present.setdefault(parent, {})
+            fresh = [(p, s) for p, s in files if p not in present]
+            if not fresh:
+                continue
+            present.update(fresh)
             chosen = None
             if self.formats is None:  # asked for no format: one of the competing ones
-                chosen = self._choose(parent, {s.name for _, s in files if s.priority is not None})
+                chosen = self._choose(
+                    parent, {s.name for s in present.values() if s.priority is not None}
+                )
             for path, spec in files:
                 if path in self._open or (
                     spec.priority is not None and chosen not in (None, spec.name)
                 ):
                     continue
-                self._open[path] = (run, spec.open(self._source, path, self._decoders_of(spec)))
-        return list(self._open.values())
+                self._open[path] = _File(run, spec, sizes[path])
+                opened.append(path)
+        for path in resized:
+            f = self._open.get(path)
+            if f is None:
+                continue
+            f.size = sizes[path]
+            offset = getattr(f.reader, "offset", None)
+            if isinstance(offset, int) and f.size < offset and path not in self._shrunk:
+                self._shrunk.add(path)
+                warnings.warn(
+                    f"{path}: the file shrank to {f.size} bytes after being read to offset"
+                    f" {offset}; it is not read again (a file rewritten in place cannot be"
+                    " read incrementally)",
+                    ReadWarning,
+                    2,
+                )
+                if hasattr(f.reader, "dead"):
+                    f.reader.dead = True  # type: ignore[union-attr]
+        self._listed_once = True
+        return opened, gone
+
+    def _forget(
+        self, found: dict[str, list[tuple[str, ReaderSpec]]], listing: list[tuple[str, bool, int]]
+    ) -> list[tuple[str, str]]:
+        """Drop the files not in ``found`` any more; returns those that were read."""
+        if not self._listed_once:
+            return []
+        if len(self._spec_of) > len(listing):  # some file listed before is gone
+            here_all = {path for path, _, _ in listing}
+            for path in [p for p in self._spec_of if p not in here_all]:
+                del self._spec_of[path]
+        here = {path for files in found.values() for path, _ in files}
+        if len(here) == len(self._sizes):  # every file found before (and no other) is here
+            return []
+        gone = [(path, f.run) for path, f in self._open.items() if path not in here]
+        for path, _ in gone:
+            del self._open[path]
+        for path in [p for p in self._sizes if p not in here]:
+            del self._sizes[path]
+            self._shrunk.discard(path)
+        for parent in [p for p in self._present if p not in found]:
+            del self._present[parent]  # the run directory holds no recognised file now
+            self._chosen.pop(parent, None)
+            self.skipped.pop(parent, None)
+        for present in self._present.values():
+            for path in [p for p in present if p not in here]:
+                del present[path]
+        return gone
+
+    def run_of_file(self, path: str) -> str:
+        """The run of the file ``path`` (one :meth:`refresh` found)."""
+        return self._open[path].run
+
+    def reset(self) -> None:
+        """Forget every file, offset and listing: the next read starts over."""
+        for table in (
+            self._open,
+            self._sizes,
+            self._shrunk,
+            self._not_files,
+            self._spec_of,
+            self._present,
+            self._chosen,
+            self.skipped,
+        ):
+            table.clear()
+        self._local = None
+        self._listed_once = False
+
+    def discover(self) -> list[tuple[str, FileReader]]:
+        """``(run, reader)`` for every recognised file, new files included: read them one by one
+        (``reader.read_new()``) to hold one file's records at a time."""
+        self.refresh()
+        return [(f.run, self._reader_of(path, True)) for path, f in self._open.items()]
+
+    def paths(self) -> list[tuple[str, str]]:
+        """``(path, run)`` of every file to read, in reading order (as :meth:`refresh` left
+        them)."""
+        return [(path, f.run) for path, f in self._open.items()]
+
+    def _reader_of(self, path: str, keep: bool | None = None) -> FileReader:
+        """The reader of ``path``, made on first use (and kept, unless this is a one-time
+        read)."""
+        f = self._open[path]
+        reader = f.reader
+        if reader is None:
+            spec = f.spec
+            reader = spec.open(self._source, path, self._decoders_of(spec))
+            if self.keep if keep is None else keep:
+                f.reader = reader
+        return reader
 
     def _decoders_of(self, spec: ReaderSpec) -> dict[str, Callable[..., Any]]:
         """The decoders of ``spec``'s format by kind: one dict shared by all its files."""
@@ -195,17 +488,37 @@ class RunReader:
         from fsspec.implementations.local import LocalFileSystem
 
         if isinstance(self.fs, LocalFileSystem):
-            return sorted((p.replace(os.sep, "/"), r, n) for p, r, n in local_files(self.root))
+            if self.keep:
+                if self._local is None:
+                    self._local = LocalTree(self.root)
+                found = [(p, r, n) for p, (r, n) in self._local.scan().items()]
+            else:
+                found = local_files(self.root)
+            if os.sep != "/":
+                found = [(p.replace(os.sep, "/"), r, n) for p, r, n in found]
+            found.sort()
+            return found
+        if self._listed_once:
+            self.fs.invalidate_cache(self.root)  # a store's listing cache would hide news
         listing = self.fs.find(self.root, detail=True)  # no FIFOs in a store
         return [(p, True, int(listing[p].get("size") or 0)) for p in sorted(listing)]
 
     def opened(self, path: str) -> FileReader:
         """The reader of ``path`` (a worker's copy once a pool has read it)."""
-        return self._open[path][1]
+        return self._reader_of(path)
 
     def size(self, path: str) -> int:
         """The size of ``path`` when last listed (0 when unknown)."""
         return self._sizes.get(path, 0)
+
+    def unchanged(self, path: str) -> bool:
+        """Whether reading ``path`` now would surely give nothing: it was read before, its
+        reader keeps a byte offset, and the file's listed size is what it was when last read
+        (or the reader is done with it)."""
+        f = self._open[path]
+        if f.reader is None or not isinstance(getattr(f.reader, "offset", None), int):
+            return False  # not read yet, or a reader of another sort (a config read whole)
+        return bool(getattr(f.reader, "dead", False)) or f.read_at == f.size
 
     def read(
         self, workers: int | None = None, progress: Callable[[int], None] | None = None
@@ -219,54 +532,112 @@ class RunReader:
         workers: int | None = None,
         progress: Callable[[int], None] | None = None,
         discover: bool = True,
+        changed_only: bool = False,
     ) -> Iterator[tuple[str, str, Batch]]:
         """``(path, run, batch)`` per file in order, each batch holding what was appended to
         that file since it was last read.
 
         Local files are decoded by ``workers`` processes (default: the cores, when the files
-        are big enough to pay for it; 1: here), a few files ahead of the caller. Remote files
-        are fetched many at once (:mod:`tallyboard.reading.fetch`) and decoded here.
+        are big enough to pay for it; 1: here), many small ones at once. Remote files are
+        fetched many at once (:mod:`tallyboard.reading.fetch`) and decoded here.
         ``progress(files_done)`` is called after each file. ``discover=False`` reads the files
-        the last :meth:`discover` found (no second listing of a store)."""
+        the last :meth:`discover` found (no second listing of a store). A file unchanged since
+        it was last read (:meth:`unchanged`) is not opened: it gives an empty batch, or nothing
+        with ``changed_only``."""
         if discover:
-            self.discover()
-        paths = list(self._open)
+            self.refresh()
+        order = list(self._open)
+        changed = {path for path in order if not self.unchanged(path)}
         count = 0
 
-        def done() -> None:
+        def done(n: int) -> None:
             nonlocal count
-            count += 1
+            count += n
             if progress is not None:
                 progress(count)
 
+        groups = self.iter_groups(workers, done, discover=False, changed=changed)
+        pending: list[tuple[str, str, Batch]] = []
+        try:
+            for path in order:
+                if path in changed:
+                    if not pending:
+                        paths, runs, batches = next(groups)
+                        pending = list(zip(paths, runs, batches.split()))[::-1]
+                    got = pending.pop()
+                    assert got[0] == path
+                    yield got
+                elif not changed_only:
+                    done(1)
+                    yield path, self._open[path].run, Batch()
+        finally:
+            groups.close()
+
+    def iter_groups(
+        self,
+        workers: int | None = None,
+        progress: Callable[[int], None] | None = None,
+        discover: bool = True,
+        changed: set[str] | None = None,
+    ) -> Generator[tuple[list[str], list[str], Batches], None, None]:
+        """``(paths, runs, batches)`` for groups of files read together, in reading order:
+        what was appended to each file of the group since it was last read
+        (``batches.batch(k)`` for ``paths[k]``). Only changed files are read (``changed``,
+        else those not :meth:`unchanged`). ``progress(files_done)`` as in :meth:`iter_read`."""
+        if discover:
+            self.refresh()
+        if changed is None:
+            paths = [p for p in self._open if not self.unchanged(p)]
+        else:
+            paths = [p for p in self._open if p in changed]
         if isinstance(self._source, Prefetched):
-            yield from self._iter_remote(self._source, paths, done)
+            for path, run, batch in self._iter_remote(self._source, paths):
+                self._mark_read(path)
+                if progress is not None:
+                    progress(1)
+                yield [path], [run], Batches.of([batch])
             return
-        readers = [self._open[p][1] for p in paths]
-        left = sum(
-            max(self._sizes.get(p, 0) - getattr(r, "offset", 0), 0) for p, r in zip(paths, readers)
-        )
-        for i, reader, batch in read_files(readers, pool_size(workers, len(readers), left), done):
-            run = self._open[paths[i]][0]
-            self._open[paths[i]] = (run, reader)  # a worker's copy has the new offset
-            yield paths[i], run, batch
+        files = [self._open[p] for p in paths]
+        left = [
+            max(f.size - getattr(f.reader, "offset", 0), 0) if f.reader is not None else f.size
+            for f in files
+        ]
+        workers = pool_size(workers, len(paths), sum(left))
+        tasks = plan(left, [f.spec.name for f in files], workers)
+        for start, readers, batches in read_tasks(
+            _Job(self, paths), tasks, workers, self.keep, progress
+        ):
+            n = len(batches)
+            group = paths[start : start + n]
+            for k, path in enumerate(group):
+                f = self._open[path]
+                if readers is not None and self.keep:
+                    f.reader = readers[k]  # a worker's copy has the new offset
+                self._mark_read(path)
+            yield group, [f.run for f in files[start : start + n]], batches
+
+    def _mark_read(self, path: str) -> None:
+        f = self._open[path]
+        offset = getattr(f.reader, "offset", None)
+        f.read_at = max(f.size, offset) if isinstance(offset, int) else f.size
 
     def _iter_remote(
-        self, source: Prefetched, paths: list[str], done: Callable[[], None]
+        self, source: Prefetched, paths: list[str]
     ) -> Iterator[tuple[str, str, Batch]]:
         """Fetch the files ahead, many at once, and decode each here in its turn; a reader
         without a byte offset (or done with its file) reads from the store itself."""
         jobs = []
         for path in paths:
-            reader = self._open[path][1]
-            offset, size = getattr(reader, "offset", None), self._sizes.get(path, 0)
-            if isinstance(offset, int) and size > offset and not getattr(reader, "dead", False):
-                jobs.append((path, offset, size))  # only what has grown: nothing else is asked
+            f = self._open[path]
+            reader = self._reader_of(path)
+            offset = getattr(reader, "offset", None)
+            if isinstance(offset, int) and f.size > offset and not getattr(reader, "dead", False):
+                jobs.append((path, offset, f.size))  # only what has grown: nothing else is asked
         ahead = {path for path, _, _ in jobs}
         fetched = fetch_ahead(self.fs, jobs)
         try:
             for path in paths:
-                run, reader = self._open[path]
+                reader = self._reader_of(path)
                 if path in ahead:
                     j, data = next(fetched)
                     assert jobs[j][0] == path
@@ -278,7 +649,6 @@ class RunReader:
                         source.drop(path)
                 else:
                     batch = reader.read_new()
-                done()
-                yield path, run, batch
+                yield path, self._open[path].run, batch
         finally:
             fetched.close()

@@ -28,10 +28,10 @@ is true (a graph written as a summary by TF2's ``trace_export``).
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from tallyboard.plugin.readers import Batch, ChunkedFileReader, warn_corrupt
+from tallyboard.plugin.readers import Batch, Batches, ChunkedFileReader, _size_of, warn_corrupt
 from tallyboard.records.framing import crc32c, mask
 
 FORMAT = "tfevents"
@@ -50,12 +50,38 @@ _HEADS: dict[bytes, int] = {}
 #: Summary.Value payload fields besides simple_value (a proto3 float without presence).
 #: Event fields that hold no value of the run (the file's header, its writer).
 _NOT_VALUES = (None, "file_version")
+#: Event payloads after their wall time (``payload[9:]``) known to hold no value (a file's
+#: header: file_version, source metadata): such a record is skipped without parsing it.
+_NO_VALUE: set[bytes] = set()
 
 
 def _count(batch: Batch, plugin: str, tag: str) -> None:
     """Count a value no decoder took, by plugin name (or the field holding it) and tag."""
     key = (plugin, tag)
     batch.undecoded[key] = batch.undecoded.get(key, 0) + 1
+
+
+#: id of a decoders dict -> (the dict, its Event-field decoders, its Summary.Value decoders):
+#: one pair of lists for every file of a read, not one per file.
+_SORTED: dict[int, tuple[Any, list[tuple[str, Any]], list[str]]] = {}
+
+
+def _sorted_decoders(
+    decoders: dict[str, Callable[..., Any]],
+) -> tuple[list[tuple[str, Any]], list[str]]:
+    """The decoders of whole ``Event`` fields, and the names of those of ``Summary.Value``s."""
+    got = _SORTED.get(id(decoders))
+    if got is None or got[0] is not decoders:
+        event = [(n, f) for n, f in decoders.items() if hasattr(f, "event_field")]
+        value = [
+            n
+            for n, f in decoders.items()
+            if not hasattr(f, "event_field") or getattr(f, "summary_values", False)
+        ]
+        if len(_SORTED) > 64:
+            _SORTED.clear()
+        got = _SORTED[id(decoders)] = (decoders, event, value)
+    return got[1], got[2]
 
 
 def matches(basename: str) -> bool:
@@ -69,20 +95,54 @@ class EventFileReader(ChunkedFileReader):
     def __init__(self, fs: Any, path: str, decoders: dict[str, Callable[..., Any]]) -> None:
         super().__init__(fs, path)
         self.decoders = decoders
-        self._event_decoders = [(n, f) for n, f in decoders.items() if hasattr(f, "event_field")]
-        self._value_decoders = [
-            n
-            for n, f in decoders.items()
-            if not hasattr(f, "event_field") or getattr(f, "summary_values", False)
-        ]
+        self._event_decoders, self._value_decoders = _sorted_decoders(decoders)
         #: tag -> the kind that decoded its last value, tried first for the next one.
         self._kind_of_tag: dict[str, str] = {}
         #: tag -> the metadata of its first value that carried some.
         self._metadata: dict[str, Any] = {}
 
-    def _bounds(self, data: bytes) -> tuple[Any, int, bool]:
+    def _bounds_guessed(
+        self, data: bytes, guess: tuple[Any, Any, Any, Any] | None
+    ) -> tuple[Any, int, bool, tuple[Any, Any, Any, Any] | None]:
+        """:meth:`_bounds` of ``data``, with the layout of another file of a sweep as a guess:
+        ``guess`` holds that file's record starts, ends, lengths and length CRCs; the records
+        of ``data`` are taken as laid out alike up to the first whose head (length and its CRC)
+        differs from the guessed one, which costs a few array operations instead of a walk.
+        Returns the bounds and the guess for the next file."""
+        import numpy as np
+
+        n = len(data)
+        if guess is None or n < 12:
+            offs, used, bad = self._bounds(data)
+        else:
+            g_offs, g_ends, g_len, g_crc = guess
+            m = int(np.searchsorted(g_ends, n, "right"))  # guessed records wholly inside
+            k = 0
+            if m:
+                go = g_offs[:m]
+                lengths = np.ndarray((n - 7,), "<u8", data, 0, (1,))
+                crcs = np.ndarray((n - 3,), "<u4", data, 0, (1,))
+                ok = (lengths[go] == g_len[:m]) & (crcs[go + 8] == g_crc[:m])
+                k = m if ok.all() else int(np.argmin(ok))
+            if k:
+                offs, used, bad = self._bounds(data, int(g_ends[k - 1]), g_offs[:k])
+            else:
+                offs, used, bad = self._bounds(data)
+            if k == len(offs):  # laid out as guessed, all of it
+                return offs, used, bad, guess
+        if bad or not len(offs):
+            return offs, used, bad, guess
+        lengths = np.ndarray((n - 7,), "<u8", data, 0, (1,))
+        crcs = np.ndarray((n - 3,), "<u4", data, 0, (1,))
+        ends = np.empty_like(offs)
+        ends[:-1] = offs[1:]
+        ends[-1] = used
+        return offs, used, bad, (offs, ends, lengths[offs], crcs[offs + 8])
+
+    def _bounds(self, data: bytes, pos: int = 0, known: Any = None) -> tuple[Any, int, bool]:
         """Record start offsets of the whole records of ``data``, the end of the last one, and
-        whether a bad length CRC stopped the scan there.
+        whether a bad length CRC stopped the scan there; ``known`` holds the starts of records
+        already checked, which end at ``pos``, where the scan starts.
 
         Records are walked one by one; when the sizes of the last records repeat with a period of
         at most :data:`_MAX_CYCLE` records (a writer logging the same tags every step), whole
@@ -95,8 +155,10 @@ class EventFileReader(ChunkedFileReader):
         end = len(data)
         parts: list[Any] = []
         offs: list[int] = []
+        if known is not None:  # its last records start the walk, so a cycle is found at once
+            parts.append(known[:-_WALK])
+            offs = known[-_WALK:].tolist()
         wait = pause = _WALK
-        pos = 0
         while pos + 12 <= end:
             head = data[pos : pos + 12]
             size = heads.get(head)
@@ -131,126 +193,232 @@ class EventFileReader(ChunkedFileReader):
 
         Record bounds come from :meth:`_bounds`, every data CRC from the C CRC-32C, and the
         common scalar ``Event`` (``09 <wall f64> [10 <step varint>] 2a L 0a L' 0a T <tag> 15
-        <f32>``) is recognised and decoded for all records at once with numpy, whatever mix of
-        tags and step sizes the file holds. Other records go through :meth:`_slow` in file order;
-        scalars keep file order across both paths.
+        <f32>``) is recognised and decoded for all records at once with numpy
+        (:func:`_decode_records`), whatever mix of tags and step sizes the file holds. Other
+        records go through :meth:`_slow` in file order; scalars keep file order across both
+        paths.
         """
         import numpy as np
 
         offs, used, bad_length = self._bounds(data)
         r = len(offs)
         if r:
-            mv = memoryview(data)
-            p = offs + 12  # payload start
             stop = np.empty(r, np.int64)  # payload end (data CRC start)
             stop[:-1] = offs[1:] - 4
             stop[-1] = used - 4
-            crc: Callable[[Any], int] = crc32c  # takes any buffer
-            c = np.fromiter(
-                map(crc, map(mv.__getitem__, map(slice, p.tolist(), stop.tolist()))),
-                np.uint64,
-                r,
-            )
-            u8 = np.frombuffer(data, np.uint8)
-            last = len(data) - 1
-
-            def at(i: Any) -> Any:
-                return u8[np.minimum(i, last)].astype(np.int64)
-
-            def unaligned(dtype: str, offsets: Any) -> Any:
-                size = np.dtype(dtype).itemsize
-                view = np.ndarray((len(data) - size + 1,), dtype, data, 0, (1,))
-                return view[offsets]
-
-            crc_ok = (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF == unaligned("<u4", stop)
-            # the scalar Event layout, step varint of 0 (step 0 left out) to 10 bytes
-            b9 = at(p + 9)
-            has_step = b9 == 0x10
-            step = np.zeros(r, np.uint64)
-            klen = np.where(has_step, -1, 0)  # -1: varint not ended yet
-            for i in range(10):
-                open_ = klen < 0
-                if not open_.any():
-                    break
-                b = at(p[open_] + 10 + i)
-                step[open_] |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * i)
-                klen[np.flatnonzero(open_)[b < 0x80]] = i + 1
-            q = p + 9 + np.where(has_step, 1 + klen, 0)  # the summary field
-            tl = at(q + 5)
-            fast = (
-                crc_ok
-                & (at(p) == 0x09)
-                & (has_step | (b9 == 0x2A))
-                & (klen >= 0)
-                & (q + 11 + tl == stop)
-                & (at(q) == 0x2A)
-                & (at(q + 1) == tl + 9)
-                & (at(q + 2) == 0x0A)
-                & (at(q + 3) == tl + 7)
-                & (at(q + 4) == 0x0A)
-                & (tl + 9 < 0x80)
-                & (at(q + 6 + tl) == 0x15)
-            )
-            f = np.flatnonzero(fast)
-            qf, tf = q[f] + 6, tl[f]
-            names: list[str] = []
-            codes = np.empty(len(f), np.int32)
-            for n in np.flatnonzero(np.bincount(tf)).tolist():  # tags of one length at a time
-                sel = np.flatnonzero(tf == n)
-                raw = np.zeros((len(sel), -(-n // 8) * 8 or 8), np.uint8)
-                raw[:, :n] = u8[qf[sel][:, None] + np.arange(n)]
-                reps, inv = self._distinct(raw.view(np.uint64))
-                codes[sel] = inv + len(names)
-                names.extend(bytes(raw[i, :n]).decode("utf-8", "replace") for i in reps.tolist())
-            cols: list[Any] = [
-                codes,
-                step[f].view(np.int64),
-                unaligned("<f8", p[f] + 1),
-                unaligned("<f4", qf + tf + 1).astype(np.float64),
-            ]
-            done = 0  # fast records already in batch.columns
-
-            def emit(upto: int) -> None:
-                part = [col[done:upto] for col in cols]
-                if upto - done < _MIN_COLUMN:  # a few records (a live tail): the lists are cheaper
-                    batch.tags.extend(names[i] for i in part[0].tolist())
-                    for col, values in zip(lists[1:], part[1:]):
-                        col.extend(values.tolist())
-                    return
-                names_, codes_ = names, part[0]
-                if upto - done < len(cols[0]) and len(names) > 1:
-                    present, codes_ = np.unique(codes_, return_inverse=True)
-                    names_ = [names[i] for i in present.tolist()]
-                batch.flush_lists()  # scalars decoded one by one before these keep their place
-                codes_ = codes_.astype(np.int32).ravel()
-                batch.columns.append((names_, codes_, part[1], part[2], part[3]))
-
-            before = np.cumsum(fast) - fast  # fast records before each record
-            lists: list[list[Any]] = [batch.tags, batch.steps, batch.wall_times, batch.values]
-            for i in np.flatnonzero(~fast).tolist():
-                start = int(offs[i])
-                if not crc_ok[i]:
-                    warn_corrupt(self.path, self.offset + start, "bad data CRC; record skipped")
-                    continue
-                had = len(batch.tags)
-                self._slow(data[start + 12 : int(stop[i])], start, batch)
-                if len(batch.tags) > had and before[i] > done:
-                    # scalars of this record come after the fast ones before it
-                    moved = [col[had:] for col in lists]
-                    for col in lists:
-                        del col[had:]
-                    emit(int(before[i]))
-                    done = int(before[i])
-                    for col, extra in zip(lists, moved):
-                        col.extend(extra)
-            if len(f) > done:
-                emit(len(f))
+            crc_ok, fast, names, cols = _decode_records(data, offs, stop)
+            self._place(data, offs, stop, crc_ok, fast, names, cols, batch)
         if bad_length:
             warn_corrupt(
                 self.path, self.offset + used, "bad length CRC; the rest of the file is skipped"
             )
             self.dead = True
         return used
+
+    def _place(
+        self,
+        data: bytes,
+        offs: Any,
+        stop: Any,
+        crc_ok: Any,
+        fast: Any,
+        names: list[str],
+        cols: list[Any],
+        batch: Batch,
+    ) -> None:
+        """Put the decoded scalar records (``cols``: codes into ``names``, step, wall time,
+        value of the records ``fast`` marks) into ``batch`` and decode the other records one by
+        one, keeping file order between the two."""
+        import numpy as np
+
+        f_count = len(cols[0])
+        done = 0  # fast records already in batch.columns
+
+        def emit(upto: int) -> None:
+            part = [col[done:upto] for col in cols]
+            if upto - done < _MIN_COLUMN:  # a few records (a live tail): the lists are cheaper
+                batch.tags.extend(names[i] for i in part[0].tolist())
+                for col, values in zip(lists[1:], part[1:]):
+                    col.extend(values.tolist())
+                return
+            names_, codes_ = names, part[0]
+            if upto - done < f_count and len(names) > 1:
+                present, codes_ = np.unique(codes_, return_inverse=True)
+                names_ = [names[i] for i in present.tolist()]
+            batch.flush_lists()  # scalars decoded one by one before these keep their place
+            codes_ = codes_.astype(np.int32).ravel()
+            batch.columns.append((names_, codes_, part[1], part[2], part[3]))
+
+        before = np.cumsum(fast) - fast  # fast records before each record
+        lists: list[list[Any]] = [batch.tags, batch.steps, batch.wall_times, batch.values]
+        for i in np.flatnonzero(~fast).tolist():
+            start = int(offs[i])
+            if not crc_ok[i]:
+                warn_corrupt(self.path, self.offset + start, "bad data CRC; record skipped")
+                continue
+            had = len(batch.tags)
+            self._slow(data[start + 12 : int(stop[i])], start, batch)
+            if len(batch.tags) > had and before[i] > done:
+                # scalars of this record come after the fast ones before it
+                moved = [col[had:] for col in lists]
+                for col in lists:
+                    del col[had:]
+                emit(int(before[i]))
+                done = int(before[i])
+                for col, extra in zip(lists, moved):
+                    col.extend(extra)
+        if f_count > done:
+            emit(f_count)
+
+    #: files with at most this many new bytes are read whole and decoded together by
+    #: :meth:`read_many`; a larger one is read in chunks by :meth:`read_new`.
+    whole_limit: int = 8 << 20
+
+    @classmethod
+    def read_many(cls, readers: Sequence[EventFileReader]) -> Batches:
+        """Read the new records of several event files in one pass.
+
+        Each file's new bytes are read whole, its record bounds found on their own (guessed
+        from the file before, as the runs of a sweep repeat one layout, and checked), then the
+        records of all files are checked and decoded together by :func:`_decode_records`: the
+        scalars of every file land in shared columns (:class:`Batches`), at a cost per file of
+        a read and a few list operations. Records of other kinds go through :meth:`_slow`,
+        file by file, as :meth:`read_new` would take them; every CRC is checked and every
+        damaged record reported with its file and offset. A file with more new bytes than
+        :attr:`whole_limit` is read by :meth:`read_new`.
+        """
+        parts: list[Batches] = []
+        start = 0
+        datas: list[bytes] = []
+        files: list[int] = []  # reader index of each data
+        found: list[tuple[Any, int, bool]] = []
+        guess: tuple[Any, Any, Any, Any] | None = None
+        for i, reader in enumerate(readers):
+            if reader.dead:
+                continue
+            data = reader._read_whole()
+            if data is None:  # too large: read alone, in its turn (so warnings keep file order)
+                parts.append(cls._decode_files(readers[start:i], datas, files, found, start))
+                parts.append(Batches.of([reader.read_new()]))
+                start, datas, files, found = i + 1, [], [], []
+                continue
+            if not data:
+                continue
+            offs, used, bad, guess = reader._bounds_guessed(data, guess)
+            datas.append(data)
+            files.append(i)
+            found.append((offs, used, bad))
+        parts.append(cls._decode_files(readers[start:], datas, files, found, start))
+        return Batches.concat(parts)
+
+    @classmethod
+    def _decode_files(
+        cls,
+        readers: Sequence[EventFileReader],
+        datas: list[bytes],
+        files: list[int],
+        found: list[tuple[Any, int, bool]],
+        first: int,
+    ) -> Batches:
+        """Decode the new bytes ``datas`` of the readers ``files`` (indexes, less ``first``,
+        into ``readers``) whose record bounds are ``found``, together."""
+        import numpy as np
+
+        out: list[Batch | None] = [None] * len(readers)
+        files = [i - first for i in files]
+        if not datas:
+            return Batches(out)
+        sizes = np.fromiter(map(len, datas), np.int64, len(datas))
+        bases = np.cumsum(sizes) - sizes
+        counts = np.fromiter((len(o) for o, _, _ in found), np.int64, len(found))
+        used = np.fromiter((u for _, u, _ in found), np.int64, len(found))
+        buf = datas[0] if len(datas) == 1 else b"".join(datas)
+        del datas
+        offs = np.concatenate([o for o, _, _ in found]) + np.repeat(bases, counts)
+        stop = np.empty(len(offs), np.int64)  # payload ends: the next record's start - 4 ...
+        stop[:-1] = offs[1:] - 4
+        has = counts > 0
+        stop[(np.cumsum(counts) - 1)[has]] = (bases + used - 4)[has]  # ... or the file's end
+        crc_ok, fast, names, cols = _decode_records(buf, offs, stop)
+        fast_of = np.bincount(np.repeat(np.arange(len(found)), counts)[fast], minlength=len(found))
+        fast_starts = np.cumsum(fast_of) - fast_of
+        slow = np.flatnonzero(~fast).tolist()
+        keep = None  # shared scalar rows kept (None: all)
+        k = rec_start = 0
+        for j, i in enumerate(files):
+            reader = readers[i]
+            base, rec_stop = int(bases[j]), rec_start + int(counts[j])
+            batch: Batch | None = None
+            slow_scalars: list[int] = []  # the record of each scalar decoded one by one
+            while k < len(slow) and slow[k] < rec_stop:
+                idx = slow[k]
+                k += 1
+                start = int(offs[idx])
+                payload = buf[start + 12 : int(stop[idx])]
+                if crc_ok[idx] and payload[:1] == b"\x09" and payload[9:] in _NO_VALUE:
+                    continue  # a header event (file_version) met before: nothing in it
+                if batch is None:
+                    batch = Batch()
+                if not crc_ok[idx]:
+                    warn_corrupt(
+                        reader.path, reader.offset + start - base, "bad data CRC; record skipped"
+                    )
+                    continue
+                had = len(batch.tags)
+                reader._slow(payload, start - base, batch)
+                slow_scalars.extend([idx] * (len(batch.tags) - had))
+            n_fast, first = int(fast_of[j]), int(fast_starts[j])
+            if batch is not None and slow_scalars and n_fast:
+                # scalars decoded both ways in one file: merged in record order, its own column
+                fast_recs = np.flatnonzero(fast[rec_start:rec_stop]) + rec_start
+                part = [c[first : first + n_fast] for c in cols]
+                _merge_in_order(batch, names, part, fast_recs, slow_scalars)
+                if keep is None:
+                    keep = np.ones(len(cols[0]), bool)
+                keep[first : first + n_fast] = False
+                fast_of[j] = 0
+            _, f_used, bad = found[j]
+            if bad:
+                warn_corrupt(
+                    reader.path,
+                    reader.offset + f_used,
+                    "bad length CRC; the rest of the file is skipped",
+                )
+                reader.dead = True
+            reader.offset += f_used
+            reader._check_need()
+            out[i] = batch
+            rec_start = rec_stop
+        if keep is not None:
+            cols = [c[keep] for c in cols]
+        per_reader = np.zeros(len(readers), np.int64)
+        per_reader[np.array(files, np.int64)] = fast_of
+        return Batches(out, names, cols[0], cols[1], cols[2], cols[3], per_reader)
+
+    def _read_whole(self) -> bytes | None:
+        """The file's bytes from :attr:`offset` to its end, or None when they are more than
+        :attr:`whole_limit` (or the size cannot be told): then :meth:`read_new` reads it."""
+        with self.fs.open(self.path, "rb") as f:
+            size = _size_of(f)
+            if size is None or size - self.offset > self.whole_limit:
+                return None
+            if size <= self.offset:
+                return b""
+            f.seek(self.offset)
+            return f.read(size - self.offset)  # type: ignore[no-any-return]
+
+    def _check_need(self) -> None:
+        """What :meth:`read_new` does with a unit it stopped at: one longer than
+        :attr:`max_unit` is damage, reported and the rest of the file skipped."""
+        need, self._need = self._need, 0
+        if need > self.max_unit and not self.dead:
+            warn_corrupt(
+                self.path,
+                self.offset,
+                f"a record claims {need} bytes (framing included), more than the "
+                f"{self.max_unit} a record may hold; the rest of the file is skipped",
+            )
+            self.dead = True
 
     @staticmethod
     def _distinct(keys: Any) -> tuple[Any, Any]:
@@ -323,6 +491,9 @@ class EventFileReader(ChunkedFileReader):
     def _slow(self, payload: bytes, pos: int, batch: Batch) -> None:
         from .proto import Event
 
+        headed = payload[:1] == b"\x09"  # the wall time first, as every writer puts it
+        if headed and payload[9:] in _NO_VALUE:
+            return
         try:
             event = Event.FromString(payload)
         except Exception as exc:  # protobuf raises DecodeError; anything unparsable is reported
@@ -335,6 +506,8 @@ class EventFileReader(ChunkedFileReader):
                 self._value(value, step, wall, pos, batch)
             return
         if what in _NOT_VALUES:
+            if headed and len(payload) <= 256 and len(_NO_VALUE) < 1024:
+                _NO_VALUE.add(payload[9:])  # the rest decides it: the same bytes, no value
             return
         decoded = False
         for name, fn in self._event_decoders:
@@ -411,6 +584,190 @@ class EventFileReader(ChunkedFileReader):
                 self.path, self.offset + pos, f"the {name} decoder failed ({exc!r}); value skipped"
             )
             return None
+
+
+def _decode_records(data: bytes, offs: Any, stop: Any) -> tuple[Any, Any, list[str], list[Any]]:
+    """Check and decode the records starting at ``offs`` (payloads end at ``stop``) of
+    ``data`` at once: ``(crc_ok, fast, names, cols)``, where ``crc_ok`` says which data CRCs
+    hold, ``fast`` which records are good scalar Events of the common layout, and ``cols``
+    their tag codes (int32, into ``names``), steps, wall times and values, in record order.
+
+    The layout (``09 <wall f64> [10 <step varint>] 2a L 0a L' 0a T <tag> 15 <f32>``) is checked
+    with a few 8-byte words per record. Records of that layout with the same tag and step
+    length differ only in their wall time, step and value bytes, and CRC-32C is linear: each
+    one's CRC is the CRC of the first of them corrected by a table lookup per pair of bytes
+    that differ (:func:`_layout_crcs`), all records at once. The CRC of every other record
+    comes from the C CRC-32C, one call each.
+    """
+    import numpy as np
+
+    r, n = len(offs), len(data)
+    u8 = np.frombuffer(data, np.uint8)
+    words = np.ndarray((max(n - 7, 0),), "<u8", data, 0, (1,))
+    top = n - 8
+
+    def word(i: Any) -> Any:
+        return words[np.minimum(i, top)]
+
+    p = offs + 12  # payload start
+    w0, w1 = word(p), word(p + 8)
+    has_step = (w1 >> 8) & 0xFF == 0x10
+    cand = (w0 & 0xFF == 0x09) & (has_step | ((w1 >> 8) & 0xFF == 0x2A))
+    # the step varint (up to 8 bytes; longer ones take the slow path)
+    vw = word(p + 10)
+    term = ~vw & 0x8080808080808080
+    lsb = term & (~term + np.uint64(1))
+    klen = np.frexp(lsb.astype(np.float64))[1] // 8  # bytes of the varint, 0: over 8
+    klen[~has_step] = 0
+    cand &= ~has_step | (klen > 0)
+    kept = vw & ((lsb << np.uint64(1)) - np.uint64(1))
+    step = kept & 0x7F
+    for j in range(1, int(klen.max(initial=0))):
+        step |= (kept >> j) & (0x7F << (7 * j))
+    step[~has_step] = 0
+    q = p + 9 + np.where(has_step, 1 + klen, 0)  # the summary field
+    wq = word(q)
+    tl = (wq >> 40) & 0xFF
+    head = (
+        np.uint64(0x0A_00_0A_00_2A) | ((tl + 9) << np.uint64(8)) | ((tl + 7) << np.uint64(24))
+    ) | (tl << np.uint64(40))
+    tl = tl.astype(np.int64)
+    cand &= (
+        ((wq & 0xFFFFFFFFFFFF) == head)
+        & (q + 11 + tl == stop)
+        & (tl + 9 < 0x80)
+        & (u8[np.minimum(q + 6 + tl, n - 1)] == 0x15)
+    )
+    c_idx = np.flatnonzero(cand)
+    crc_ok = np.zeros(r, bool)
+    other = np.flatnonzero(~cand)
+    if len(other):
+        mv = memoryview(data)
+        crc: Callable[[Any], int] = crc32c  # takes any buffer
+        c = np.fromiter(
+            map(crc, map(mv.__getitem__, map(slice, p[other].tolist(), stop[other].tolist()))),
+            np.uint64,
+            len(other),
+        )
+        stored = np.ndarray((n - 3,), "<u4", data, 0, (1,))[stop[other]]
+        crc_ok[other] = (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF == stored
+    # tags of the layout's records, as codes into names (tags of one length at a time)
+    qc, tc = q[c_idx] + 6, tl[c_idx]
+    codes = np.empty(len(c_idx), np.int32)
+    names: list[str] = []
+    for length in np.flatnonzero(np.bincount(tc)).tolist() if len(tc) else []:
+        sel = np.flatnonzero(tc == length)
+        if length == 0:
+            codes[sel] = len(names)
+            names.append("")
+            continue
+        nw = -(-length // 8)
+        keys = words[qc[sel][:, None] + 8 * np.arange(nw)]
+        rem = length - 8 * (nw - 1)
+        if rem < 8:
+            keys[:, -1] &= np.uint64((1 << (8 * rem)) - 1)
+        reps, inv = EventFileReader._distinct(keys)
+        codes[sel] = inv + len(names)
+        for i in reps.tolist():
+            at = int(qc[sel[i]])
+            names.append(data[at : at + length].decode("utf-8", "replace"))
+    wall_bits, value_bits = w0[c_idx] >> 8 | (w1[c_idx] << 56), None
+    value_bits = np.ndarray((n - 3,), "<u4", data, 0, (1,))[stop[c_idx] - 4]
+    good = _layout_crcs(
+        data, p[c_idx], stop[c_idx], klen[c_idx], codes, wall_bits, kept[c_idx], value_bits
+    )
+    crc_ok[c_idx] = good
+    fast = np.zeros(r, bool)
+    fast[c_idx[good]] = True
+    if not good.all():
+        codes, wall_bits, value_bits = codes[good], wall_bits[good], value_bits[good]
+        c_idx = c_idx[good]
+    cols: list[Any] = [
+        codes,
+        step[c_idx].view(np.int64),
+        wall_bits.view(np.float64),
+        value_bits.view(np.float32).astype(np.float64),
+    ]
+    return crc_ok, fast, names, cols
+
+
+def _layout_crcs(
+    data: bytes,
+    p: Any,
+    stop: Any,
+    klen: Any,
+    codes: Any,
+    wall: Any,
+    step: Any,
+    value: Any,
+) -> Any:
+    """Whether the data CRC of each scalar record of the common layout holds (payloads from
+    ``p`` to ``stop``; the step varint ``klen`` bytes long, 0 when absent; the tag's code; the
+    wall time, step varint and value bytes as integers).
+
+    Records of one tag and step length hold the same bytes but those three fields, so with
+    ``t`` the first such record, ``crc(x) = crc(t) ^ crc0(x ^ t)``, where ``crc0`` (CRC-32C
+    without its initial value and final xor) is linear: a lookup per pair of differing bytes,
+    in tables that depend only on the distance to the payload's end.
+    """
+    import numpy as np
+    from tallyboard.records.framing import _byte_table, _pair_table
+
+    good = np.zeros(len(p), bool)
+    if not len(p):
+        return good
+    stored = np.ndarray((len(data) - 3,), "<u4", data, 0, (1,))[stop]
+    key = klen.astype(np.int64) * (int(codes.max()) + 1) + codes
+    order = np.argsort(key, kind="stable")
+    bounds = np.flatnonzero(np.diff(key[order])) + 1
+    for g in np.split(order, bounds):
+        t = int(g[0])
+        size = int(stop[t] - p[t])
+        k = int(klen[t])
+        crc = np.full(len(g), crc32c(data[int(p[t]) : int(stop[t])]), np.uint32)
+        fields = [(1, wall[g] ^ wall[t], 8), (size - 4, value[g] ^ value[t], 4)]
+        if k:
+            fields.append((10, step[g] ^ step[t], k))
+        for offset, diff, width in fields:
+            diff = diff.astype(np.uint64)
+            for j in range(0, width, 2):
+                d = size - offset - j  # distance of the low byte from the payload's end
+                pair = (diff >> np.uint64(8 * j)) & np.uint64(0xFFFF if j + 1 < width else 0xFF)
+                table = _pair_table(d) if j + 1 < width else None
+                if table is not None:
+                    crc ^= table[pair.astype(np.intp)]
+                else:
+                    crc ^= _byte_table(d)[(pair & np.uint64(0xFF)).astype(np.intp)]
+                    if j + 1 < width:
+                        crc ^= _byte_table(d - 1)[(pair >> np.uint64(8)).astype(np.intp)]
+        c = crc.astype(np.uint64)
+        good[g] = (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF == stored[g]
+    return good
+
+
+def _merge_in_order(
+    batch: Batch, names: list[str], fast: list[Any], fast_recs: Any, slow_recs: list[int]
+) -> None:
+    """Put the scalars of one file into ``batch`` as one column, in record order: those decoded
+    at once (``fast``: codes into ``names``, step, wall time, value; of the records
+    ``fast_recs``) and those decoded one by one (``batch``'s lists, of the records
+    ``slow_recs``)."""
+    import numpy as np
+
+    index = {name: code for code, name in enumerate(names)}
+    all_names = list(names)
+    slow_codes = [index.setdefault(t, len(index)) for t in batch.tags]
+    all_names.extend(list(index)[len(names) :])
+    order = np.argsort(np.concatenate([fast_recs, np.array(slow_recs, np.int64)]), kind="stable")
+    merged = [
+        np.concatenate([fast[0], np.array(slow_codes, np.int32)])[order],
+        np.concatenate([fast[1], np.array(batch.steps, np.int64)])[order],
+        np.concatenate([fast[2], np.array(batch.wall_times, np.float64)])[order],
+        np.concatenate([fast[3], np.array(batch.values, np.float64)])[order],
+    ]
+    for column in (batch.tags, batch.steps, batch.wall_times, batch.values):
+        del column[:]
+    batch.columns.append((all_names, merged[0], merged[1], merged[2], merged[3]))
 
 
 def _period(sizes: list[int]) -> int:
