@@ -1,15 +1,18 @@
 """The provider's loader: reads what is new under the log dir, pass after pass, into the store.
 
-A pass lists the log dir (under a deadline), drops the runs whose files are gone, and reads each
-file from where the last pass stopped (the reader plugins keep byte offsets; on a store only the
-objects that grew are fetched). What a file yields goes into the store at once, so a large first
-load shows runs as they arrive. A local file is read a window of :data:`WINDOW` bytes at a
-time, so memory holds one window's values besides the points kept, whatever the file's size.
+Each pass is one :meth:`tallyboard.Reader.poll` (the incremental reader ``tallyboard.read`` and
+``ls`` use too): it lists the log dir, says which runs appeared and which are gone, and reads
+only the files that grew, from the byte offset the last read stopped at (on a store, only the
+objects that changed are fetched). The runs gone are dropped from the store, the news put in.
+
+A pass runs on its own thread, watched: a store that has given no sign of progress (a listing
+done, a file read) for ``deadline`` seconds is reported stalled. Until a listing first succeeds
+the service answers every request with the failure's status; afterwards it serves what it has
+while the store is away. A new pass never starts while a stalled one still waits on the store.
 
 Problems are logged once each (logger ``tallyboard.board``): a damaged record (the reader's
 warning, with file and offset; what is readable is shown), a value that cannot be shown, a
-failed listing or read (tried again next pass). Until a listing first succeeds, the service
-answers every request with the failure's status.
+failed or stalled listing or read (tried again next pass).
 """
 
 from __future__ import annotations
@@ -22,60 +25,9 @@ from typing import Any
 
 from tallyboard.board.ingest import Ingest
 from tallyboard.board.store import Store
-from tallyboard.reading.fetch import Prefetched
-from tallyboard.reading.runs import RunReader
-from tallyboard.records.remote import bounded
+from tallyboard.reading.incremental import Reader
 
 log = logging.getLogger("tallyboard.board")
-
-#: Bytes of a local file decoded at once (its values are then in the store, downsampled).
-WINDOW = 32 << 20
-
-
-class _Tree(RunReader):
-    """A :class:`RunReader` that remembers the files of its last listing (deleted ones go)."""
-
-    listed: set[str] = set()
-
-    def _files(self) -> list[tuple[str, bool, int]]:
-        found = super()._files()
-        self.listed = {path for path, _, _ in found}
-        return found
-
-
-class _Capped:
-    """A file system showing ``path`` as if it ended at ``limit`` bytes (a read window)."""
-
-    def __init__(self, fs: Any, path: str, limit: int) -> None:
-        self.fs, self.path, self.limit = fs, path, limit
-
-    def open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
-        f = self.fs.open(path, mode, **kwargs)
-        return _CappedFile(f, self.limit) if path == self.path and mode == "rb" else f
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.fs, name)
-
-
-class _CappedFile:
-    def __init__(self, f: Any, limit: int) -> None:
-        import os
-
-        self._f = f
-        real = getattr(f, "size", None)
-        if not isinstance(real, int):
-            real = os.fstat(f.fileno()).st_size
-        self.size = min(real, limit)
-        self.real_size = real
-
-    def __enter__(self) -> _CappedFile:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._f.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._f, name)
 
 
 def _status(exc: BaseException) -> str:
@@ -86,9 +38,44 @@ def _status(exc: BaseException) -> str:
         isinstance(exc, ValueError) and "is not a directory" in str(exc)
     ):
         return "NOT_FOUND"
-    if isinstance(exc, OSError) and "did not finish within" in str(exc):
+    if isinstance(exc, _Stalled):
         return "DEADLINE_EXCEEDED"
     return "UNAVAILABLE"
+
+
+class _Stalled(OSError):
+    """The store gave no sign of progress within the deadline."""
+
+
+class _Poll:
+    """One ``Reader.poll`` on its own thread, with the time of its last sign of progress."""
+
+    def __init__(self, reader: Reader | None, make: Any) -> None:
+        self.reader = reader
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self.progress_at = time.monotonic()
+        self.warnings: list[Any] = []
+        self._make = make
+        threading.Thread(target=self._run, name="tallyboard-board-poll", daemon=True).start()
+
+    def _tick(self, files: int) -> None:
+        self.progress_at = time.monotonic()
+
+    def _run(self) -> None:
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                if self.reader is None:
+                    self.reader = self._make()
+                    self.progress_at = time.monotonic()
+                self.result = self.reader.poll(progress=self._tick)
+            self.warnings = caught
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.done.set()
 
 
 class Loader:
@@ -99,7 +86,8 @@ class Loader:
         self.store = store
         self.deadline = deadline
         self.ingest = Ingest(store, self.note)
-        self._tree: _Tree | None = None
+        self._reader: Reader | None = None
+        self._poll: _Poll | None = None
         self._listed = threading.Event()
         self._listed_ok = False
         self._failure: tuple[str, str] | None = None
@@ -120,9 +108,11 @@ class Loader:
     # -- the gate ------------------------------------------------------------------------------
 
     def wait_listed(self, seconds: float) -> bool:
+        """True once the log dir was listed, or failed to be, within ``seconds``."""
         return self._listed.wait(seconds)
 
     def failure(self) -> tuple[str, str] | None:
+        """``(status code name, message)`` while no listing ever succeeded and one failed."""
         return None if self._listed_ok else self._failure
 
     # -- problems, once each ---------------------------------------------------------------------
@@ -166,107 +156,72 @@ class Loader:
             self._wake.wait(interval)
 
     def load(self) -> int:
-        """One pass; returns the points offered to the store."""
+        """One pass; returns the values put into the store."""
         start = time.monotonic()
         with self._pass_done:
             self.started += 1
         points = 0
         try:
-            files = self._list()
+            update = self._wait_poll()
         except Exception as exc:
-            self._failed_listing(exc)
+            self._failed(exc)
         else:
-            points = self._read(files)
+            if update is not None:
+                points = self._apply(update)
         with self._pass_done:
             self.last_points = points
             self.passes += 1
             self._pass_done.notify_all()
-        log.debug("pass %d: %d points in %.3f s", self.passes, points, time.monotonic() - start)
+        log.debug("pass %d: %d values in %.3f s", self.passes, points, time.monotonic() - start)
         return points
 
-    def _list(self) -> list[tuple[str, str, Any]]:
-        what = f"listing {self.logdir}"
-        if self._tree is None:
-            self._tree = bounded(lambda: _Tree(self.logdir), what, self.deadline)
-        tree = self._tree
-        found = bounded(tree.discover, what, self.deadline)
-        # files gone since the last listing: their readers go, and runs left with no file
-        gone = [path for path in tree._open if path not in tree.listed]
-        for path in gone:
-            del tree._open[path]
-        alive = {run for run, _ in tree._open.values()}
-        dead = set(self.store.runs) - alive
-        if dead:
-            self.store.drop_runs(dead)
-            for run in dead:
-                self.ingest.forget(run)
-                tree._chosen.pop(f"{tree.root}/{run}" if run != "." else tree.root, None)
-            log.info("runs gone from %s: %s", self.logdir, ", ".join(sorted(dead)))
-        if not self._listed_ok:
-            self._listed_ok = True
-            self._failure = None
-        self._listed.set()
-        return [(path, *tree._open[path]) for path in tree._open] if found is not None else []
+    def _make_reader(self) -> Reader:
+        return Reader(self.logdir, workers=1)
 
-    def _failed_listing(self, exc: BaseException) -> None:
+    def _wait_poll(self) -> Any:
+        """The update of a poll, started now unless one is still waiting on the store (then
+        that one's, when it is done); None while it still waits. Raises :class:`_Stalled` when
+        it has shown no progress for the deadline, or what the poll raised."""
+        poll = self._poll
+        if poll is None or poll.done.is_set():
+            poll = self._poll = _Poll(self._reader, self._make_reader)
+        while not poll.done.wait(min(0.1, self.deadline)):
+            idle = time.monotonic() - poll.progress_at
+            if idle > self.deadline:
+                raise _Stalled(
+                    f"the store did not answer within {self.deadline:g} s (no listing or read "
+                    "finished); still waiting for it"
+                )
+        self._reader = poll.reader
+        for w in poll.warnings:
+            self.note(("warning", str(w.message)), str(w.message))
+        if poll.error is not None:
+            raise poll.error
+        self._listed_ok = True
+        self._failure = None
+        self._listed.set()
+        return poll.result
+
+    def _failed(self, exc: BaseException) -> None:
         message = f"{self.logdir}: {exc}"
         if not self._listed_ok:
             self._failure = (_status(exc), message)
-        self.note(("listing", message), f"{message} (tried again next pass)")
+        key = ("stalled",) if isinstance(exc, _Stalled) else ("failed", message)
+        self.note(key, f"{message} (tried again next pass)")
         self._listed.set()
 
-    def _read(self, files: list[tuple[str, str, Any]]) -> int:
-        tree = self._tree
-        assert tree is not None
+    def _apply(self, update: Any) -> int:
+        """Drop the runs gone, put the news in; the batches are let go one by one."""
+        gone = set(update.removed)
+        if gone:
+            self.store.drop_runs(gone)
+            for run in gone:
+                self.ingest.forget(run)
+            log.info("runs gone from %s: %s", self.logdir, ", ".join(sorted(gone)))
+        self._noted.discard(("stalled",))
         points = 0
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            if not isinstance(tree._source, Prefetched):
-                for path, run, reader in files:
-                    points += self._read_local(path, run, reader, tree.size(path))
-                    self._flush_warnings(caught)
-            else:
-                try:
-                    for _path, run, batch in tree.iter_read(workers=1, discover=False):
-                        points += self.ingest.add(run, batch)
-                        self._flush_warnings(caught)
-                except Exception as exc:  # a fetch failed: what was read stays; next pass
-                    self.note(("read", str(exc)), f"{self.logdir}: {exc} (tried again next pass)")
-            self._flush_warnings(caught)
+        batches = update.batches
+        update.batches = {}
+        for run in list(batches):
+            points += self.ingest.add(run, batches.pop(run))
         return points
-
-    def _read_local(self, path: str, run: str, reader: Any, size: int) -> int:
-        """Read what ``path`` gained, a window at a time; a file no larger than the offset the
-        reader keeps is not even opened."""
-        offset = getattr(reader, "offset", None)
-        if not isinstance(offset, int) or not hasattr(reader, "fs"):
-            return self._read_some(path, run, reader)  # a reader of its own kind: as it reads
-        points = 0
-        while reader.offset < size and not getattr(reader, "dead", False):
-            before = reader.offset
-            fs = reader.fs
-            reader.fs = _Capped(fs, path, before + WINDOW)
-            try:
-                points += self._read_some(path, run, reader)
-            finally:
-                reader.fs = fs
-            if reader.offset == before:  # a torn tail, or one unit wider than the window
-                if size - before > WINDOW:
-                    points += self._read_some(path, run, reader)
-                break
-        return points
-
-    def _read_some(self, path: str, run: str, reader: Any) -> int:
-        try:
-            batch = reader.read_new()
-        except FileNotFoundError:
-            return 0  # deleted since the listing: gone at the next one
-        except OSError as exc:
-            self.note(("read", path, str(exc)), f"{path}: {exc} (tried again next pass)")
-            return 0
-        return self.ingest.add(run, batch)
-
-    def _flush_warnings(self, caught: list[Any]) -> None:
-        for w in caught:
-            self.note(("warning", str(w.message)), str(w.message))
-        del caught[:]
