@@ -84,3 +84,17 @@ def test_samples_per_plugin_are_parsed_and_bad_ones_refused() -> None:
     for bad in ["scalars", "scalars=-1", "=3", "images=many"]:
         with pytest.raises(ValueError, match="samples per plugin"):
             parse_samples(bad)
+
+
+def test_a_view_handed_out_never_changes_after() -> None:
+    r = Reservoir(8)
+    r.offer(np.arange(3), np.zeros(3), np.arange(3.0))
+    held = [a.copy() for a in r.view]
+    views = [r.view]
+    r.offer([3, 4], [0.0, 0.0], [3.0, 4.0])  # appended in the buffers
+    views.append(r.view)
+    r.offer(np.arange(5, 40), np.zeros(35), np.arange(5.0, 40.0))  # sampling starts
+    r.offer([20], [1.0], [-1.0])  # preemption
+    assert all((a == b).all() for a, b in zip(views[0], held))
+    assert views[1][0].tolist() == [0, 1, 2, 3, 4]
+    assert r.view[0][-1] == 20

@@ -6,9 +6,11 @@ only the files that grew, from the byte offset the last read stopped at (on a st
 objects that changed are fetched). The runs gone are dropped from the store, the news put in.
 
 A pass runs on its own thread, watched: a store that has given no sign of progress (a listing
-done, a file read) for ``deadline`` seconds is reported stalled. Until a listing first succeeds
-the service answers every request with the failure's status; afterwards it serves what it has
-while the store is away. A new pass never starts while a stalled one still waits on the store.
+done, a file read) for ``deadline`` seconds is reported stalled. Requests arriving before the
+first pass is in wait for it (a deadline at most), so a page opened at once shows the runs.
+Until a listing first succeeds the service answers every request with the failure's status;
+afterwards it serves what it has while the store is away. A new pass never starts while a
+stalled one still waits on the store.
 
 Problems are logged once each (logger ``tallyboard.board``): a damaged record (the reader's
 warning, with file and offset; what is readable is shown), a value that cannot be shown, a
@@ -108,7 +110,7 @@ class Loader:
     # -- the gate ------------------------------------------------------------------------------
 
     def wait_listed(self, seconds: float) -> bool:
-        """True once the log dir was listed, or failed to be, within ``seconds``."""
+        """True once the first pass is in the store, or failed, within ``seconds``."""
         return self._listed.wait(seconds)
 
     def failure(self) -> tuple[str, str] | None:
@@ -168,6 +170,7 @@ class Loader:
         else:
             if update is not None:
                 points = self._apply(update)
+                self._listed.set()  # the first pass is in: requests held for it go on
         with self._pass_done:
             self.last_points = points
             self.passes += 1
@@ -199,7 +202,6 @@ class Loader:
             raise poll.error
         self._listed_ok = True
         self._failure = None
-        self._listed.set()
         return poll.result
 
     def _failed(self, exc: BaseException) -> None:

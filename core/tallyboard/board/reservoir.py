@@ -38,7 +38,18 @@ class Reservoir:
     hold), so readers on other threads take ``view`` once and need no lock.
     """
 
-    __slots__ = ("capacity", "seen", "view", "_arrival", "_slots", "_last", "_rng", "_dtype")
+    __slots__ = (
+        "capacity",
+        "seen",
+        "view",
+        "_arrival",
+        "_slots",
+        "_last",
+        "_rng",
+        "_dtype",
+        "_whole",
+        "_buf",
+    )
 
     def __init__(self, capacity: int, dtype: Any = np.float64) -> None:
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
@@ -55,6 +66,11 @@ class Reservoir:
         self._last: tuple[int, Any, Any, Any] | None = None
         self._rng: np.random.Generator | None = None
         self.view = empty
+        #: True while every point offered (and not preempted) is kept, in order: the points
+        #: live in growing buffers and ``view`` holds slices of them (appends never touch a
+        #: slice already handed out), so a series that fits is stored once.
+        self._whole = True
+        self._buf: tuple[Any, Any, Any] | None = None
 
     def __len__(self) -> int:
         return len(self.view[0])
@@ -76,13 +92,44 @@ class Reservoir:
         if not keep.all():
             steps, walls, values = steps[keep], walls[keep], values[keep]
         self._preempt(int(steps[0]))
-        if self.capacity == 0:
-            s, w, v = self.view
-            self.view = (np.concatenate([s, steps]), np.concatenate([w, walls]), _cat(v, values))
-            self.seen += len(steps)
-            return
+        if self._whole:
+            if self.capacity == 0 or len(self.view[0]) + len(steps) <= self.capacity:
+                self._append(steps, walls, values)
+                return
+            self._start_sampling()
         self._sample(steps, walls, values)
         self._make_view()
+
+    def _append(self, steps: Any, walls: Any, values: Any) -> None:
+        """Keep every point: into the buffers, ``view`` slicing them."""
+        n, m = len(self.view[0]), len(steps)
+        buf = self._buf
+        if buf is None or len(buf[0]) < n + m:
+            size = n + m if n == 0 else max(n + m, 2 * n)
+            if self.capacity:
+                size = min(size, self.capacity)
+            grown = (
+                np.empty(size, np.int64),
+                np.empty(size, np.float64),
+                np.empty(size, self._dtype),
+            )
+            for new, old in zip(grown, self.view):
+                new[:n] = old
+            buf = self._buf = grown
+        for new, src in zip(buf, (steps, walls, values)):
+            new[n : n + m] = src
+        self.view = (buf[0][: n + m], buf[1][: n + m], buf[2][: n + m])
+        self.seen = n + m - 1  # all but the newest entered the sample
+
+    def _start_sampling(self) -> None:
+        """From keeping every point to sampling: the slots are all the points but the newest."""
+        s, w, v = self.view
+        n = len(s)
+        self._whole, self._buf = False, None
+        self._arrival = np.arange(max(n - 1, 0), dtype=np.int64)
+        self._slots = (s[: n - 1], w[: n - 1], v[: n - 1]) if n else self._slots
+        self._last = (n - 1, s[n - 1 :], w[n - 1 :], v[n - 1 :]) if n else None
+        self.seen = max(n - 1, 0)
 
     def _preempt(self, step: int) -> None:
         """Drop the points kept with a step at or above ``step``."""
@@ -90,10 +137,11 @@ class Reservoir:
         if not len(s) or s[-1] < step:
             return
         kept_before = len(s)
-        if self.capacity == 0:
+        if self._whole:  # copies: later appends must not write into slices handed out
             n = int(np.searchsorted(s, step, "left"))
-            self.view = tuple(a[:n] for a in self.view)  # type: ignore[assignment]
-            self.seen = n
+            self.view = tuple(a[:n].copy() for a in self.view)  # type: ignore[assignment]
+            self._buf = None
+            self.seen = max(n - 1, 0)
             return
         stay = self._slots[0] < step
         self._arrival = self._arrival[stay]
