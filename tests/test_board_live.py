@@ -211,7 +211,11 @@ class _CountingGets(Forwarder):
                 self.gets.append(m.group(1).decode())  # a key: bucket listings have none
 
 
-def test_on_s3_only_new_objects_are_fetched(monkeypatch: pytest.MonkeyPatch, provider: Any) -> None:
+def test_on_s3_only_new_objects_are_fetched(
+    monkeypatch: pytest.MonkeyPatch, provider: Any, tmp_path: Path
+) -> None:
+    import boto3
+
     with s3fs_through(_CountingGets, monkeypatch, "board") as (fs, proxy):
         for run in ["r0", "r1", "r2"]:
             with SummaryWriter(f"s3://board/logs/{run}") as w:
@@ -221,11 +225,21 @@ def test_on_s3_only_new_objects_are_fetched(monkeypatch: pytest.MonkeyPatch, pro
         assert sorted(scalars(stub)) == [("r0", "loss"), ("r1", "loss"), ("r2", "loss")]
         assert len(proxy.gets) == 3
         proxy.gets.clear()
-        with SummaryWriter("s3://board/logs/r1") as w:
+        # another client (a trainer elsewhere) adds a file to a run this process listed before
+        with SummaryWriter(tmp_path / "r1") as w:
             w.add_scalar("loss", 0.5, 1)
+        (name,) = (p.name for p in (tmp_path / "r1").iterdir())
+        client = boto3.client(
+            "s3",
+            endpoint_url=fsspec.config.conf["s3"]["endpoint_url"],
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        client.upload_file(str(tmp_path / "r1" / name), "board", f"logs/r1/{name}")
         assert server.wait_loaded(60)
-        assert scalars(stub)[("r1", "loss")] == [0, 1]
-        assert len(proxy.gets) == 1 and "/r1/" in proxy.gets[0], proxy.gets
+        assert scalars(stub)[("r1", "loss")] == [0, 1], server.loader.problems
+        assert proxy.gets == [f"/board/logs/r1/{name}"]
         server.stop()  # before the store goes
 
 

@@ -181,12 +181,22 @@ class Loader:
     def _make_reader(self) -> Reader:
         return Reader(self.logdir, workers=1)
 
+    def _forget_listings(self) -> None:
+        """Drop the store's cached listings (fsspec shares one file system instance per store):
+        an object another client added to a known folder would be listed, then refused."""
+        import fsspec
+
+        fs = fsspec.core.url_to_fs(self.logdir)[0]
+        if not getattr(fs, "local_file", False) and hasattr(fs, "invalidate_cache"):
+            fs.invalidate_cache()
+
     def _wait_poll(self) -> Any:
         """The update of a poll, started now unless one is still waiting on the store (then
         that one's, when it is done); None while it still waits. Raises :class:`_Stalled` when
         it has shown no progress for the deadline, or what the poll raised."""
         poll = self._poll
         if poll is None or poll.done.is_set():
+            self._forget_listings()
             poll = self._poll = _Poll(self._reader, self._make_reader)
         while not poll.done.wait(min(0.1, self.deadline)):
             idle = time.monotonic() - poll.progress_at
