@@ -28,6 +28,7 @@ from typing import Any
 from tallyboard.board.ingest import Ingest
 from tallyboard.board.store import Store
 from tallyboard.reading.incremental import Reader
+from tallyboard.warn import ReadWarning
 
 log = logging.getLogger("tallyboard.board")
 
@@ -207,7 +208,10 @@ class Loader:
                 )
         self._reader = poll.reader
         for w in poll.warnings:
-            self.note(("warning", str(w.message)), str(w.message))
+            if issubclass(w.category, ReadWarning):
+                self.note(("warning", str(w.message)), str(w.message))
+            else:  # another thread's (the capture is process-wide): shown as it would have been
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if poll.error is not None:
             raise poll.error
         self._listed_ok = True
