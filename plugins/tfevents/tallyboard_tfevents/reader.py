@@ -124,6 +124,8 @@ class EventFileReader(ChunkedFileReader):
                 crcs = np.ndarray((n - 3,), "<u4", data, 0, (1,))
                 ok = (lengths[go] == g_len[:m]) & (crcs[go + 8] == g_crc[:m])
                 k = m if ok.all() else int(np.argmin(ok))
+            if k and n - int(g_ends[k - 1]) < 12:  # nothing after them but a torn head
+                return g_offs[:k], int(g_ends[k - 1]), False, guess
             if k:
                 offs, used, bad = self._bounds(data, int(g_ends[k - 1]), g_offs[:k])
             else:
@@ -586,7 +588,32 @@ class EventFileReader(ChunkedFileReader):
             return None
 
 
+#: records checked and decoded at once: the temporaries of a slice take about 200 bytes a record.
+_SLICE = 1 << 15
+
+
 def _decode_records(data: bytes, offs: Any, stop: Any) -> tuple[Any, Any, list[str], list[Any]]:
+    """:func:`_decode_slice` over slices of :data:`_SLICE` records, so the temporaries stay
+    small whatever the number of records; the results joined (tag codes into one list)."""
+    import numpy as np
+
+    r = len(offs)
+    if r <= _SLICE:
+        return _decode_slice(data, offs, stop)
+    index: dict[str, int] = {}
+    crc_ok, fast, codes, cols = [], [], [], []
+    for a in range(0, r, _SLICE):
+        ok, f, names, c = _decode_slice(data, offs[a : a + _SLICE], stop[a : a + _SLICE])
+        crc_ok.append(ok)
+        fast.append(f)
+        remap = np.array([index.setdefault(n, len(index)) for n in names], np.int32)
+        codes.append(remap[c[0]] if len(names) else c[0])
+        cols.append(c[1:])
+    joined = [np.concatenate(codes)] + [np.concatenate(parts) for parts in zip(*cols)]
+    return np.concatenate(crc_ok), np.concatenate(fast), list(index), joined
+
+
+def _decode_slice(data: bytes, offs: Any, stop: Any) -> tuple[Any, Any, list[str], list[Any]]:
     """Check and decode the records starting at ``offs`` (payloads end at ``stop``) of
     ``data`` at once: ``(crc_ok, fast, names, cols)``, where ``crc_ok`` says which data CRCs
     hold, ``fast`` which records are good scalar Events of the common layout, and ``cols``
@@ -613,14 +640,18 @@ def _decode_records(data: bytes, offs: Any, stop: Any) -> tuple[Any, Any, list[s
     w0, w1 = word(p), word(p + 8)
     has_step = (w1 >> 8) & 0xFF == 0x10
     cand = (w0 & 0xFF == 0x09) & (has_step | ((w1 >> 8) & 0xFF == 0x2A))
+    wall_all = (w0 >> 8) | (w1 << 56)
+    del w0, w1
     # the step varint (up to 8 bytes; longer ones take the slow path)
     vw = word(p + 10)
     term = ~vw & 0x8080808080808080
     lsb = term & (~term + np.uint64(1))
+    del term
     klen = np.frexp(lsb.astype(np.float64))[1] // 8  # bytes of the varint, 0: over 8
     klen[~has_step] = 0
     cand &= ~has_step | (klen > 0)
     kept = vw & ((lsb << np.uint64(1)) - np.uint64(1))
+    del vw, lsb
     step = kept & 0x7F
     for j in range(1, int(klen.max(initial=0))):
         step |= (kept >> j) & (0x7F << (7 * j))
@@ -638,6 +669,7 @@ def _decode_records(data: bytes, offs: Any, stop: Any) -> tuple[Any, Any, list[s
         & (tl + 9 < 0x80)
         & (u8[np.minimum(q + 6 + tl, n - 1)] == 0x15)
     )
+    del wq, head
     c_idx = np.flatnonzero(cand)
     crc_ok = np.zeros(r, bool)
     other = np.flatnonzero(~cand)
@@ -671,10 +703,20 @@ def _decode_records(data: bytes, offs: Any, stop: Any) -> tuple[Any, Any, list[s
         for i in reps.tolist():
             at = int(qc[sel[i]])
             names.append(data[at : at + length].decode("utf-8", "replace"))
-    wall_bits, value_bits = w0[c_idx] >> 8 | (w1[c_idx] << 56), None
-    value_bits = np.ndarray((n - 3,), "<u4", data, 0, (1,))[stop[c_idx] - 4]
+    wall_bits = wall_all[c_idx]
+    del wall_all
+    tail = words[stop[c_idx] - 4]  # the value, then the stored data CRC
+    value_bits = (tail & 0xFFFFFFFF).astype(np.uint32)
     good = _layout_crcs(
-        data, p[c_idx], stop[c_idx], klen[c_idx], codes, wall_bits, kept[c_idx], value_bits
+        data,
+        p[c_idx],
+        stop[c_idx],
+        klen[c_idx],
+        codes,
+        wall_bits,
+        kept[c_idx],
+        value_bits,
+        tail >> 32,
     )
     crc_ok[c_idx] = good
     fast = np.zeros(r, bool)
@@ -700,10 +742,11 @@ def _layout_crcs(
     wall: Any,
     step: Any,
     value: Any,
+    stored: Any,
 ) -> Any:
     """Whether the data CRC of each scalar record of the common layout holds (payloads from
     ``p`` to ``stop``; the step varint ``klen`` bytes long, 0 when absent; the tag's code; the
-    wall time, step varint and value bytes as integers).
+    wall time, step varint and value bytes as integers; the stored, masked CRC).
 
     Records of one tag and step length hold the same bytes but those three fields, so with
     ``t`` the first such record, ``crc(x) = crc(t) ^ crc0(x ^ t)``, where ``crc0`` (CRC-32C
@@ -716,11 +759,14 @@ def _layout_crcs(
     good = np.zeros(len(p), bool)
     if not len(p):
         return good
-    stored = np.ndarray((len(data) - 3,), "<u4", data, 0, (1,))[stop]
     key = klen.astype(np.int64) * (int(codes.max()) + 1) + codes
-    order = np.argsort(key, kind="stable")
-    bounds = np.flatnonzero(np.diff(key[order])) + 1
-    for g in np.split(order, bounds):
+    present = np.flatnonzero(np.bincount(key))
+    if len(present) <= 8:  # a few groups: one pass each beats a sort
+        groups = [np.flatnonzero(key == v) for v in present.tolist()]
+    else:
+        order = np.argsort(key, kind="stable")
+        groups = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
+    for g in groups:
         t = int(g[0])
         size = int(stop[t] - p[t])
         k = int(klen[t])
