@@ -260,7 +260,7 @@ def export_dataset(
     for _, reader in run_reader.discover():
         path = getattr(reader, "path", None)
         saved = done_before.get(path) if isinstance(path, str) else None
-        if saved is None:
+        if saved is None or not isinstance(path, str):
             continue
         size = run_reader.size(path or "")
         if int(saved.get("offset", 0)) > size:
@@ -273,6 +273,7 @@ def export_dataset(
             saved = {**saved, "dead": True}
         for name, value in saved.items():
             setattr(reader, name, value)
+        run_reader.resume(path)
     export = state["exports"] + 1
     count = {"rows": 0, "files": len(run_reader.paths()), "parts": 0}
     files_state: dict[str, dict[str, Any]] = {}

@@ -86,6 +86,27 @@ def local_files(root: str) -> list[tuple[str, bool, int]]:
     return out
 
 
+def _stat_all(paths: list[str], field: str) -> Any:
+    """``field`` of ``os.stat`` of every path as an int64 array (-1 where it fails), in one
+    tight pass while none fails."""
+    import numpy as np
+
+    st = os.stat
+    try:
+        if field == "st_size":
+            got = [st(p).st_size for p in paths]
+        else:
+            got = [st(p).st_mtime_ns for p in paths]
+    except OSError:
+        got = []
+        for p in paths:
+            try:
+                got.append(getattr(st(p), field))
+            except OSError:
+                got.append(-1)
+    return np.array(got, np.int64)
+
+
 class _Dir:
     """A folder as last scanned: its mtime, its ``(st_dev, st_ino)`` and the folder it is in
     (a link back to a folder it is inside is a loop), its files and subfolders."""
@@ -115,39 +136,79 @@ class LocalTree:
         self.root = root
         self._dirs: dict[str, _Dir] = {}
         self._started = 0  # time.time_ns() when the previous scan began (0: none yet)
+        #: every file found, and, flat, the folders and regular files stat-ed at each scan.
+        self._all: dict[str, tuple[bool, int]] = {}
+        self._dir_list: list[str] = []
+        self._mtimes: Any = None
+        self._file_list: list[str] = []
+        self._sizes: Any = None
+        #: after a scan: whether files appeared or vanished, and (when not) those that resized.
+        self.changed = True
+        self.resized: list[str] = []
 
     def scan(self) -> dict[str, tuple[bool, int]]:
-        """``{path: (regular, size)}`` of every file now under the root (see :func:`local_files`)."""
+        """``{path: (regular, size)}`` of every file now under the root (see :func:`local_files`).
+
+        The folders and files known are stat-ed in two tight passes; :attr:`changed` and
+        :attr:`resized` then say what this scan found different."""
+        import numpy as np
+
         started = time.time_ns()
+        self.resized = []
         if not self._dirs:
             self._walk(self.root, os.stat(self.root), None)
-        else:
-            trust_before = self._started - self.racy_ns
-            for path in list(self._dirs):
-                d = self._dirs.get(path)
-                if d is None:  # dropped with a folder above it
-                    continue
-                try:
-                    mtime = os.stat(path).st_mtime_ns
-                except OSError:
-                    self._drop(path)
-                    continue
-                if mtime != d.mtime or d.mtime >= trust_before:
-                    self._relist(path, d, mtime)
-                    continue
-                for file, (regular, size) in list(d.files.items()):
-                    try:
-                        st = os.stat(file)
-                    except OSError:
-                        del d.files[file]  # gone (the folder's next mtime will say so too)
-                        continue
-                    if st.st_size != size:
-                        d.files[file] = (regular, st.st_size)
+            self._rebuild()
+            self._started = started
+            return self._all
+        self.changed = False
+        trust_before = self._started - self.racy_ns
+        mtimes = _stat_all(self._dir_list, "st_mtime_ns")
+        suspect = np.flatnonzero((mtimes != self._mtimes) | (self._mtimes >= trust_before))
+        for i in suspect.tolist():
+            path = self._dir_list[i]
+            d = self._dirs.get(path)
+            if d is None:  # dropped with a folder above it
+                continue
+            if mtimes[i] < 0:
+                self._drop(path)
+                self.changed = True
+                continue
+            before = (set(d.files), set(d.subdirs))
+            self._relist(path, d, int(mtimes[i]))
+            if (set(d.files), set(d.subdirs)) != before:
+                self.changed = True
+        if self.changed:
+            self._rebuild()
+        elif len(suspect):
+            self._mtimes = mtimes  # the same folders, some relisted with their new times
+            for i in suspect.tolist():
+                self._mtimes[i] = self._dirs[self._dir_list[i]].mtime
+        sizes = _stat_all(self._file_list, "st_size")
+        moved = np.flatnonzero(sizes != self._sizes)
+        for i in moved.tolist():
+            path = self._file_list[i]
+            if sizes[i] < 0:  # vanished without its folder telling yet: listed next scan
+                continue
+            self._all[path] = (True, int(sizes[i]))
+            d = self._dirs[path.rsplit(os.sep, 1)[0] if os.sep in path else path]
+            d.files[path] = (True, int(sizes[i]))
+            self.resized.append(path)
+        self._sizes = sizes
         self._started = started
-        out: dict[str, tuple[bool, int]] = {}
+        return self._all
+
+    def _rebuild(self) -> None:
+        """The flat lists and the union of every folder's files, after folders changed."""
+        import numpy as np
+
+        self.changed = True
+        self._all = {}
         for d in self._dirs.values():
-            out.update(d.files)
-        return out
+            self._all.update(d.files)
+        self._dir_list = list(self._dirs)
+        self._mtimes = np.array([self._dirs[p].mtime for p in self._dir_list], np.int64)
+        self._file_list = [p for p, (regular, _) in self._all.items() if regular]
+        self._sizes = np.array([self._all[p][1] for p in self._file_list], np.int64)
 
     @staticmethod
     def _entries(top: str) -> list[tuple[str, os.stat_result | None]]:
@@ -290,6 +351,8 @@ class RunReader:
         self._not_files: set[str] = set()  # special files already reported
         self._sizes: dict[str, int] = {}  # every recognised file -> size when last listed
         self._shrunk: set[str] = set()  # files that shrank, already reported
+        #: files to read at the next read: new, grown, or read by a reader that keeps no offset.
+        self._dirty: set[str] = set()
         #: every listed file -> the reader spec that reads it (None: no reader does).
         self._spec_of: dict[str, ReaderSpec | None] = {}
         #: run directory -> its recognised files (read or not) and their formats.
@@ -332,7 +395,15 @@ class RunReader:
         was read is reported once and not read again (writers append; a file rewritten in
         place cannot be followed).
         """
-        listing = self._files()
+        if self._local is not None and self._listed_once:
+            self._local.scan()
+            if not self._local.changed:  # no file appeared nor vanished: only sizes moved
+                all_files = self._local._all
+                self._resized(
+                    [(p.replace(os.sep, "/"), all_files[p][1]) for p in self._local.resized]
+                )
+                return [], []
+        listing = self._files(scanned=self._local is not None and self._listed_once)
         found: dict[str, list[tuple[str, ReaderSpec]]] = {}
         sizes, spec_of, resized = self._sizes, self._spec_of, []
         for path, regular, size in listing:
@@ -382,12 +453,24 @@ class RunReader:
                 ):
                     continue
                 self._open[path] = _File(run, spec, sizes[path])
+                self._dirty.add(path)
                 opened.append(path)
-        for path in resized:
+        self._resized([(p, sizes[p]) for p in resized])
+        self._listed_once = True
+        return opened, gone
+
+    def _resized(self, changes: list[tuple[str, int]]) -> None:
+        """Note the new sizes of files of the last listing; a file that shrank below where it
+        was read is reported once and not read again."""
+        for path, size in changes:
+            if path not in self._sizes:
+                continue  # a file no reader reads
+            self._sizes[path] = size
             f = self._open.get(path)
             if f is None:
                 continue
-            f.size = sizes[path]
+            f.size = size
+            self._dirty.add(path)
             offset = getattr(f.reader, "offset", None)
             if isinstance(offset, int) and f.size < offset and path not in self._shrunk:
                 self._shrunk.add(path)
@@ -400,8 +483,6 @@ class RunReader:
                 )
                 if hasattr(f.reader, "dead"):
                     f.reader.dead = True  # type: ignore[union-attr]
-        self._listed_once = True
-        return opened, gone
 
     def _forget(
         self, found: dict[str, list[tuple[str, ReaderSpec]]], listing: list[tuple[str, bool, int]]
@@ -419,6 +500,7 @@ class RunReader:
         gone = [(path, f.run) for path, f in self._open.items() if path not in here]
         for path, _ in gone:
             del self._open[path]
+            self._dirty.discard(path)
         for path in [p for p in self._sizes if p not in here]:
             del self._sizes[path]
             self._shrunk.discard(path)
@@ -439,6 +521,7 @@ class RunReader:
         """Forget every file, offset and listing: the next read starts over."""
         for table in (
             self._open,
+            self._dirty,
             self._sizes,
             self._shrunk,
             self._not_files,
@@ -483,15 +566,17 @@ class RunReader:
             }
         return found
 
-    def _files(self) -> list[tuple[str, bool, int]]:
-        """``(path, regular, size)`` of every file under the log dir, sorted."""
+    def _files(self, scanned: bool = False) -> list[tuple[str, bool, int]]:
+        """``(path, regular, size)`` of every file under the log dir, sorted (``scanned``: the
+        local tree was scanned just now)."""
         from fsspec.implementations.local import LocalFileSystem
 
         if isinstance(self.fs, LocalFileSystem):
             if self.keep:
                 if self._local is None:
                     self._local = LocalTree(self.root)
-                found = [(p, r, n) for p, (r, n) in self._local.scan().items()]
+                files = self._local._all if scanned else self._local.scan()
+                found = [(p, r, n) for p, (r, n) in files.items()]
             else:
                 found = local_files(self.root)
             if os.sep != "/":
@@ -510,6 +595,15 @@ class RunReader:
     def size(self, path: str) -> int:
         """The size of ``path`` when last listed (0 when unknown)."""
         return self._sizes.get(path, 0)
+
+    def resume(self, path: str) -> None:
+        """Take ``path`` as read up to now when its reader (given the state of an earlier
+        read) is at or past its listed size: it is then opened only once it grows."""
+        f = self._open[path]
+        offset = getattr(f.reader, "offset", None)
+        if self.keep and isinstance(offset, int) and offset >= f.size:
+            f.read_at = f.size
+            self._dirty.discard(path)
 
     def unchanged(self, path: str) -> bool:
         """Whether reading ``path`` now would surely give nothing: it was read before, its
@@ -547,7 +641,7 @@ class RunReader:
         if discover:
             self.refresh()
         order = list(self._open)
-        changed = {path for path in order if not self.unchanged(path)}
+        changed = {path for path in order if path in self._dirty}
         count = 0
 
         def done(n: int) -> None:
@@ -587,7 +681,8 @@ class RunReader:
         if discover:
             self.refresh()
         if changed is None:
-            paths = [p for p in self._open if not self.unchanged(p)]
+            dirty = self._dirty
+            paths = [p for p in self._open if p in dirty] if dirty else []
         else:
             paths = [p for p in self._open if p in changed]
         if isinstance(self._source, Prefetched):
@@ -620,6 +715,8 @@ class RunReader:
         f = self._open[path]
         offset = getattr(f.reader, "offset", None)
         f.read_at = max(f.size, offset) if isinstance(offset, int) else f.size
+        if self.keep and self.unchanged(path):
+            self._dirty.discard(path)
 
     def _iter_remote(
         self, source: Prefetched, paths: list[str]
