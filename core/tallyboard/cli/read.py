@@ -89,9 +89,13 @@ def summarize(logdir: str, formats: Sequence[str] | None = None) -> list[dict[st
     Values no installed kind decodes are listed too, as kind ``undecoded`` with their ``plugin``
     name (steps and wall time None: only their count is kept).
 
-    The files are read as :func:`tallyboard.read` reads them (every CRC checked, by the pool
-    when there is much to read), and the scalars of each group of files are summed up per file
-    and tag with a few array operations, never one Python step per value.
+    The files are read as :func:`tallyboard.read` reads them (by the pool when there is much
+    to read; every tag and step listed comes from a record whose CRC was checked), in a
+    listing's light read: in a run laid out like the run before it (a sweep's runs), whose
+    scalar records hold the tags and steps of records already checked, the records' own data
+    CRCs are not checked (``read`` checks every one, and warns). The scalars of each group of
+    files are summed up per file and tag with a few array operations, never one Python step
+    per value.
     """
     try:
         reader = RunReader(logdir, formats, keep=False)
@@ -109,7 +113,7 @@ def summarize(logdir: str, formats: Sequence[str] | None = None) -> list[dict[st
             s[2] = max(s[2], hi)
             s[3] = max(s[3], wall)
 
-    for _, runs, group in reader.iter_groups(None, None):
+    for _, runs, group in reader.iter_groups(None, None, light=True):
         if group.shared():
             _summarize_columns(
                 add, runs, group.counts, group.names, group.codes, group.step, group.wall_time

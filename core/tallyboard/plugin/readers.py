@@ -199,7 +199,10 @@ class FileReader(Protocol):
     give, file by file, what ``read_new`` would give (the same values in the same order), and
     leave each reader as ``read_new`` would. Core calls it for groups of small files, so a
     format can decode many files in one vectorised pass; readers without it are read one by
-    one.
+    one. A ``read_many`` that takes a ``light`` keyword is called with ``light=True`` by a
+    listing (``tallyboard ls``), which needs the tags, steps and wall times only: it may then
+    skip the data CRC of records whose tag and step bytes are those of records it checked
+    (and leave their values unchecked); it never lists a tag or step it did not check.
     """
 
     def read_new(self) -> Batch: ...

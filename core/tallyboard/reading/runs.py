@@ -59,10 +59,20 @@ def local_files(root: str) -> list[tuple[str, bool, int]]:
     followed as TensorBoard follows them, but never into a folder the path is already inside (a
     link loop); ``regular`` is False for a FIFO, socket, device or dangling link, which are
     never opened (a FIFO would block the reader). One ``scandir`` per folder and one ``stat``
-    per entry; nothing is kept (:class:`LocalTree` keeps what a later scan needs)."""
+    per file; folders cost none (the kind of an entry comes with the listing), but links,
+    whose targets are compared with the folders the path is inside. Nothing is kept
+    (:class:`LocalTree` keeps what a later scan needs)."""
     out: list[tuple[str, bool, int]] = []
-    st = os.stat(root)
-    todo = [(root, frozenset({(st.st_dev, st.st_ino)}))]
+    keys: dict[str, tuple[int, int]] = {}  # folder -> (st_dev, st_ino), stat-ed when needed
+
+    def key(path: str) -> tuple[int, int]:
+        found = keys.get(path)
+        if found is None:
+            st = os.stat(path)
+            found = keys[path] = (st.st_dev, st.st_ino)
+        return found
+
+    todo: list[tuple[str, tuple[str, ...]]] = [(root, (root,))]
     isdir, isreg = stat.S_ISDIR, stat.S_ISREG
     while todo:
         top, inside = todo.pop()
@@ -73,14 +83,25 @@ def local_files(root: str) -> list[tuple[str, bool, int]]:
             continue
         for entry in entries:
             try:
-                st = entry.stat()
+                if entry.is_dir(follow_symlinks=False):  # a folder, not a link: no loop
+                    todo.append((entry.path, (*inside, entry.path)))
+                    continue
+                if entry.is_file(follow_symlinks=False):
+                    out.append((entry.path, True, entry.stat(follow_symlinks=False).st_size))
+                    continue
+                st = entry.stat()  # a link (followed) or a special file
             except OSError:
                 out.append((entry.path, False, 0))
                 continue
             if isdir(st.st_mode):
-                key = (st.st_dev, st.st_ino)
-                if key not in inside:
-                    todo.append((entry.path, inside | {key}))
+                target = (st.st_dev, st.st_ino)
+                try:
+                    loop = any(key(folder) == target for folder in inside)
+                except OSError:
+                    loop = True
+                if not loop:
+                    keys[entry.path] = target
+                    todo.append((entry.path, (*inside, entry.path)))
             else:
                 out.append((entry.path, isreg(st.st_mode), st.st_size))
     return out
@@ -375,6 +396,10 @@ class RunReader:
     def _choose(self, parent: str, present: set[str]) -> str | None:
         """The competing format read in ``parent``: kept once chosen, so re-reads stay whole."""
         chosen = self._chosen.get(parent)
+        if chosen is None and len(present) == 1:  # one format here: no choice to make
+            (chosen,) = present
+            self._chosen[parent] = chosen
+            return chosen
         if chosen is None and present:
             able = {
                 f
@@ -673,11 +698,13 @@ class RunReader:
         progress: Callable[[int], None] | None = None,
         discover: bool = True,
         changed: set[str] | None = None,
+        light: bool = False,
     ) -> Generator[tuple[list[str], list[str], Batches], None, None]:
         """``(paths, runs, batches)`` for groups of files read together, in reading order:
         what was appended to each file of the group since it was last read
         (``batches.batch(k)`` for ``paths[k]``). Only changed files are read (``changed``,
-        else those not :meth:`unchanged`). ``progress(files_done)`` as in :meth:`iter_read`."""
+        else those not :meth:`unchanged`). ``progress(files_done)`` as in :meth:`iter_read`;
+        ``light`` asks for a listing's read (see :func:`tallyboard.reading.pool.read_group`)."""
         if discover:
             self.refresh()
         if changed is None:
@@ -700,7 +727,7 @@ class RunReader:
         workers = pool_size(workers, len(paths), sum(left))
         tasks = plan(left, [f.spec.name for f in files], workers)
         for start, readers, batches in read_tasks(
-            _Job(self, paths), tasks, workers, self.keep, progress
+            _Job(self, paths), tasks, workers, self.keep, progress, light
         ):
             n = len(batches)
             group = paths[start : start + n]
