@@ -31,8 +31,8 @@ For sweeps, three more measures on the same tree, taking turns with the reads:
   against the first full ``read``; and a poll when nothing changed.
 
 Then the peak memory: tallyboard's read and ls traced in this process (workers=1) against the
-table, and, in fresh processes, the peak resident memory of a read (its pool included) beside
-the RustBoard server's (``VmHWM``).
+table, and the peak resident memory (``VmHWM``) of a fresh process reading the tree (workers=1)
+beside that of the RustBoard server.
 """
 
 from __future__ import annotations
@@ -449,8 +449,8 @@ def incremental(path: str, runs: int, steps: int, repeats: int, first: float) ->
 
 def peak_memory(case: str, path: str, ls: bool) -> None:
     """Peak memory of a read and of ls (one process, so every allocation is traced) against
-    the table, and the peak resident memory of a read in a fresh process (its pool's workers
-    included) beside RustBoard's."""
+    the table, and the peak resident memory of a fresh process reading (workers=1) beside
+    RustBoard's server's."""
     import tallyboard
 
     tracemalloc.start()
@@ -471,24 +471,22 @@ def peak_memory(case: str, path: str, ls: bool) -> None:
         line += f"; ls {ls_peak / 1e6:.1f} MB: {ls_peak / table:.2f}x"
     print(line, flush=True)
     code = (
-        "import resource, sys, tallyboard; tallyboard.read(sys.argv[1], progress=False);"
-        "print(max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
-        " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))"
+        "import sys, tallyboard, pandas, pyarrow\n"
+        "if sys.argv[1] != '-': tallyboard.read(sys.argv[1], workers=1, progress=False)\n"
+        "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])"
     )
-    base = subprocess.run(
-        [sys.executable, "-c", code.replace("tallyboard.read(sys.argv[1], progress=False);", "")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    got = subprocess.run(
-        [sys.executable, "-c", code, path], capture_output=True, text=True, check=True
-    )
-    rss, idle = int(got.stdout.split()[-1]), int(base.stdout.split()[-1])
-    rb = f"; RustBoard server {max(RUSTBOARD_PEAK) / 1e3:.0f} MB" if RUSTBOARD_PEAK else ""
+    peaks = []
+    for arg in ("-", path):
+        got = subprocess.run(
+            [sys.executable, "-c", code, arg], capture_output=True, text=True, check=True
+        )
+        peaks.append(int(got.stdout.split()[-1]))
+    idle, rss = peaks
+    rb = f"; RustBoard's server {max(RUSTBOARD_PEAK) / 1e3:.0f} MB" if RUSTBOARD_PEAK else ""
     print(
-        f"{case:9s} peak resident memory of a fresh process: read {rss / 1e3:.0f} MB (the"
-        f" interpreter with its imports alone: {idle / 1e3:.0f} MB){rb}",
+        f"{case:9s} peak resident memory (VmHWM) of a fresh process reading with workers=1:"
+        f" {rss / 1e3:.0f} MB, of which the interpreter with its imports {idle / 1e3:.0f} MB"
+        f"{rb}",
         flush=True,
     )
 

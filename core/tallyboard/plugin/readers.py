@@ -161,21 +161,24 @@ class Batches:
         return self.counts is not None and len(self.codes) > 0
 
     def batch(self, i: int) -> Batch:
-        """File ``i``'s values as one :class:`Batch` (its shared scalars as views, no copy)."""
+        """File ``i``'s values as one :class:`Batch` (its shared scalars' steps, wall times and
+        values as views, no copy; its tag codes into the names of its own tags)."""
+        import numpy as np
+
         own = self.batches[i]
         if not self.shared() or not self.counts[i]:
             return own if own is not None else Batch()
         starts = self.__dict__.get("_starts")
         if starts is None:
-            import numpy as np
-
             starts = self.__dict__["_starts"] = np.concatenate([[0], np.cumsum(self.counts)])
         start, stop = int(starts[i]), int(starts[i + 1])
+        # the file's own tags only, as a Batch read alone names them
+        present, codes = np.unique(self.codes[start:stop], return_inverse=True)
         out = Batch(
             columns=[
                 (
-                    self.names,
-                    self.codes[start:stop],
+                    [self.names[k] for k in present.tolist()],
+                    codes.astype(np.int32).ravel(),
                     self.step[start:stop],
                     self.wall_time[start:stop],
                     self.value[start:stop],
