@@ -236,6 +236,10 @@ class ChunkedFileReader:
     max_unit: int = 1 << 31
     #: the byte ending a unit, for formats that can skip an overlong one (lines: ``b"\n"``).
     unit_end: bytes | None = None
+    #: when set (on an instance, by a caller that wants the new bytes in windows), one
+    #: :meth:`read_new` consumes about this many bytes at most (whole chunks and units) and
+    #: sets ``capped`` when it stopped for it; the next call goes on from there.
+    read_limit: int | None = None
 
     def __init__(self, fs: Any, path: str) -> None:
         self.fs, self.path = fs, path
@@ -254,11 +258,15 @@ class ChunkedFileReader:
         batch = Batch()
         if self.dead:
             return batch
+        limit, first = self.read_limit, self.offset
         with self.fs.open(self.path, "rb") as f:
             size = _size_of(f)  # never read past it: a live file grows later
             f.seek(self.offset)
             rest = b""
             while not self.dead:
+                if limit is not None and self.offset - first >= limit:
+                    self.capped = True  # the caller reads on from here in its next call
+                    break
                 wanted = self._wanted(rest)
                 if len(rest) + wanted > self.max_unit:
                     warn_corrupt(
@@ -270,6 +278,8 @@ class ChunkedFileReader:
                     self.dead = True
                     break
                 n = max(self.chunk_size, wanted, len(rest))  # a long unit: in doubling reads
+                if limit is not None:
+                    n = max(min(n, limit - (self.offset - first)), wanted, 1)
                 if isinstance(size, int):
                     left = size - self.offset - len(rest)
                     if wanted > left:

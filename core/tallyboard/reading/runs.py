@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import stat
 import time
@@ -319,13 +320,20 @@ class _File:
 
 
 class _Job:
-    """The files of one read, as the pool finds them (:class:`tallyboard.reading.pool.Job`)."""
+    """The files of one read, as the pool finds them (:class:`tallyboard.reading.pool.Job`).
+    ``copies``: each file is read by a copy of its reader (a new one when it has none), kept
+    only once the caller takes what it read (:meth:`RunReader.commit`)."""
 
-    def __init__(self, owner: RunReader, paths: list[str]) -> None:
-        self.owner, self.paths = owner, paths
+    def __init__(self, owner: RunReader, paths: list[str], copies: bool = False) -> None:
+        self.owner, self.paths, self.copies = owner, paths, copies
 
     def reader(self, i: int) -> FileReader:
-        return self.owner._reader_of(self.paths[i])
+        if not self.copies:
+            return self.owner._reader_of(self.paths[i])
+        f = self.owner._open[self.paths[i]]
+        if f.reader is not None:
+            return copy.copy(f.reader)
+        return self.owner._reader_of(self.paths[i], keep=False)
 
 
 class RunReader:
@@ -349,10 +357,12 @@ class RunReader:
         kind: str | None = None,
         runs: str | Iterable[str] | None = None,
         keep: bool = True,
+        deadline: float | None = None,
     ) -> None:
         import fsspec
 
         from tallyboard.plugin.registry import get_registry
+        from tallyboard.reading.fetch import within
 
         if not isinstance(logdir, str) or not logdir:
             raise TypeError(f"logdir must be a non-empty str path or URL, got {logdir!r}")
@@ -363,9 +373,21 @@ class RunReader:
         self._wanted_run = matcher(names_or_globs(runs, "runs"))
         self.kind = kind
         self.keep = keep
+        if deadline is not None and not (
+            isinstance(deadline, (int, float))
+            and not isinstance(deadline, bool)
+            and 0 < deadline < float("inf")
+        ):
+            raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
+        #: seconds a call to a remote store may take (None: TALLYBOARD_REMOTE_DEADLINE's).
+        self.deadline = deadline
         self.fs, root = fsspec.core.url_to_fs(logdir)
         self.root = root.rstrip("/") or "/"
-        if not self.fs.isdir(self.root):
+        if is_local(self.fs):
+            here = self.fs.isdir(self.root)
+        else:
+            here = within(lambda: self.fs.isdir(self.root), deadline, logdir)
+        if not here:
             raise ValueError(f"logdir {logdir!r} is not a directory")
         #: the files read (of wanted runs, in a chosen format), in reading order.
         self._open: dict[str, _File] = {}
@@ -608,9 +630,16 @@ class RunReader:
                 found = [(p.replace(os.sep, "/"), r, n) for p, r, n in found]
             found.sort()
             return found
+        from tallyboard.reading.fetch import url, within
+
         if self._listed_once:
-            self.fs.invalidate_cache(self.root)  # a store's listing cache would hide news
-        listing = self.fs.find(self.root, detail=True)  # no FIFOs in a store
+            # a store's listing cache would hide news (s3fs keeps one per folder: drop all)
+            self.fs.invalidate_cache()
+        listing = within(
+            lambda: self.fs.find(self.root, detail=True),  # no FIFOs in a store
+            self.deadline,
+            f"listing {url(self.fs, self.root)}",
+        )
         return [(p, True, int(listing[p].get("size") or 0)) for p in sorted(listing)]
 
     def opened(self, path: str) -> FileReader:
@@ -667,16 +696,15 @@ class RunReader:
             self.refresh()
         order = list(self._open)
         changed = {path for path in order if path in self._dirty}
-        count = 0
+        skipped = 0  # unchanged files passed, counted with the files read
 
-        def done(n: int) -> None:
-            nonlocal count
-            count += n
+        def done(files_read: int) -> None:
             if progress is not None:
-                progress(count)
+                progress(skipped + files_read)
 
         groups = self.iter_groups(workers, done, discover=False, changed=changed)
         pending: list[tuple[str, str, Batch]] = []
+        read = 0
         try:
             for path in order:
                 if path in changed:
@@ -685,9 +713,12 @@ class RunReader:
                         pending = list(zip(paths, runs, batches.split()))[::-1]
                     got = pending.pop()
                     assert got[0] == path
+                    read += 1
                     yield got
                 elif not changed_only:
-                    done(1)
+                    skipped += 1
+                    if progress is not None:
+                        progress(skipped + read)
                     yield path, self._open[path].run, Batch()
         finally:
             groups.close()
@@ -707,36 +738,85 @@ class RunReader:
         ``light`` asks for a listing's read (see :func:`tallyboard.reading.pool.read_group`)."""
         if discover:
             self.refresh()
+        for paths, runs, batches, readers, capped in self.read_groups(
+            self.to_read(changed), workers, progress, light
+        ):
+            for k, path in enumerate(paths):
+                self.commit(path, readers[k] if readers is not None else None, capped[k])
+            yield paths, runs, batches
+
+    def to_read(self, changed: set[str] | None = None) -> list[str]:
+        """The files to read, in reading order: those in ``changed``, else those new or grown
+        since they were last read (and those whose reader keeps no offset)."""
         if changed is None:
             dirty = self._dirty
-            paths = [p for p in self._open if p in dirty] if dirty else []
-        else:
-            paths = [p for p in self._open if p in changed]
+            return [p for p in self._open if p in dirty] if dirty else []
+        return [p for p in self._open if p in changed]
+
+    def read_groups(
+        self,
+        paths: list[str],
+        workers: int | None = None,
+        progress: Callable[[int], None] | None = None,
+        light: bool = False,
+        window: int | None = None,
+        copies: bool = False,
+    ) -> Generator[tuple[list[str], list[str], Batches, Any, list[bool]], None, None]:
+        """``(paths, runs, batches, readers, capped)`` for groups of the files ``paths`` read
+        together, in order, nothing committed: :meth:`commit` each file once what was read of
+        it is taken (``readers[k]`` the reader to keep for ``paths[k]``, None when the reader
+        read in place; ``capped[k]`` when its read stopped at ``window`` bytes, with more to
+        read). ``copies`` reads with copies of the readers, so a file not committed is read
+        again from where it was. A remote file that cannot be fetched is skipped with a
+        warning, and listed in :attr:`failed`, when this reader keeps its readers (it is read
+        again next time); else its error is raised."""
+        self.failed: list[str] = []
         if isinstance(self._source, Prefetched):
-            for path, run, batch in self._iter_remote(self._source, paths):
-                self._mark_read(path)
-                if progress is not None:
-                    progress(1)
-                yield [path], [run], Batches.of([batch])
+            yield from self._iter_remote(self._source, paths, progress, window, copies)
             return
         files = [self._open[p] for p in paths]
         left = [
             max(f.size - getattr(f.reader, "offset", 0), 0) if f.reader is not None else f.size
             for f in files
         ]
+        if window is not None:
+            left = [min(n, window) for n in left]
         workers = pool_size(workers, len(paths), sum(left))
         tasks = plan(left, [f.spec.name for f in files], workers)
-        for start, readers, batches in read_tasks(
-            _Job(self, paths), tasks, workers, self.keep, progress, light
+        count = 0
+
+        def done(n: int) -> None:  # read_tasks counts each task's files: progress takes totals
+            nonlocal count
+            count += n
+            if progress is not None:
+                progress(count)
+
+        for start, readers, batches, capped in read_tasks(
+            _Job(self, paths, copies), tasks, workers, self.keep, done, light, window
         ):
             n = len(batches)
-            group = paths[start : start + n]
-            for k, path in enumerate(group):
-                f = self._open[path]
-                if readers is not None and self.keep:
-                    f.reader = readers[k]  # a worker's copy has the new offset
-                self._mark_read(path)
-            yield group, [f.run for f in files[start : start + n]], batches
+            yield (
+                paths[start : start + n],
+                [f.run for f in files[start : start + n]],
+                batches,
+                readers,
+                capped,
+            )
+
+    def commit(self, path: str, reader: FileReader | None, capped: bool = False) -> None:
+        """Take what was read of ``path`` by ``reader`` (kept, when this reader keeps its
+        readers; None: the reader kept read in place): it is not read again, but for what
+        is appended after, or what ``capped`` left."""
+        f = self._open.get(path)
+        if f is None:
+            return
+        if reader is not None and self.keep:
+            f.reader = reader
+        if capped:
+            f.read_at = -1
+            self._dirty.add(path)
+        else:
+            self._mark_read(path)
 
     def _mark_read(self, path: str) -> None:
         f = self._open[path]
@@ -746,25 +826,47 @@ class RunReader:
             self._dirty.discard(path)
 
     def _iter_remote(
-        self, source: Prefetched, paths: list[str]
-    ) -> Iterator[tuple[str, str, Batch]]:
-        """Fetch the files ahead, many at once, and decode each here in its turn; a reader
-        without a byte offset (or done with its file) reads from the store itself."""
-        jobs = []
-        for path in paths:
+        self,
+        source: Prefetched,
+        paths: list[str],
+        progress: Callable[[int], None] | None,
+        window: int | None,
+        copies: bool,
+    ) -> Iterator[tuple[list[str], list[str], Batches, Any, list[bool]]]:
+        """Fetch the files ahead, many at once, and decode each here in its turn (groups of
+        one); a reader without a byte offset (or done with its file) reads from the store
+        itself."""
+        from tallyboard.reading.fetch import url
+
+        job = _Job(self, paths, copies)
+        readers = [job.reader(i) for i in range(len(paths))]
+        jobs, ends = [], {}
+        for path, reader in zip(paths, readers):
             f = self._open[path]
-            reader = self._reader_of(path)
             offset = getattr(reader, "offset", None)
             if isinstance(offset, int) and f.size > offset and not getattr(reader, "dead", False):
-                jobs.append((path, offset, f.size))  # only what has grown: nothing else is asked
-        ahead = {path for path, _, _ in jobs}
-        fetched = fetch_ahead(self.fs, jobs)
+                end = f.size if window is None else min(f.size, offset + window)
+                jobs.append((path, offset, end))  # only what has grown: nothing else is asked
+                ends[path] = end
+        fetched = fetch_ahead(
+            self.fs, jobs, errors="yield" if self.keep else "raise", deadline=self.deadline
+        )
+        done = 0
         try:
-            for path in paths:
-                reader = self._reader_of(path)
-                if path in ahead:
+            for path, reader in zip(paths, readers):
+                f = self._open[path]
+                if path in ends:
                     j, data = next(fetched)
                     assert jobs[j][0] == path
+                    if isinstance(data, BaseException):
+                        self.failed.append(path)
+                        warnings.warn(
+                            f"{url(self.fs, path)}: could not be fetched ({data}); it is read"
+                            " again next time",
+                            ReadWarning,
+                            2,
+                        )
+                        continue
                     source.put(path, jobs[j][1], data)
                     del data
                     try:
@@ -773,6 +875,11 @@ class RunReader:
                         source.drop(path)
                 else:
                     batch = reader.read_new()
-                yield path, self._open[path].run, batch
+                done += 1
+                if progress is not None:
+                    progress(done)
+                capped = path in ends and ends[path] < f.size
+                kept = reader if (copies or f.reader is None) else None
+                yield [path], [f.run], Batches.of([batch]), [kept], [capped]
         finally:
             fetched.close()

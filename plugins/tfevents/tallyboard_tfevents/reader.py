@@ -392,9 +392,12 @@ class EventFileReader(ChunkedFileReader):
     def _read_whole(self) -> bytes | None:
         """The file's bytes from :attr:`offset` to its end, or None when they are more than
         :attr:`whole_limit` (or the size cannot be told): then :meth:`read_new` reads it."""
+        limit = (
+            self.whole_limit if self.read_limit is None else min(self.whole_limit, self.read_limit)
+        )
         with self.fs.open(self.path, "rb") as f:
             size = _size_of(f)
-            if size is None or size - self.offset > self.whole_limit:
+            if size is None or size - self.offset > limit:
                 return None
             if size <= self.offset:
                 return b""
