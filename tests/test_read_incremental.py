@@ -221,8 +221,8 @@ def test_polls_on_an_fsspec_store_fetch_only_what_grew(monkeypatch: pytest.Monke
     fetched: list[tuple[str, int, int]] = []
     real_fetch = fetch.fetch
 
-    def counting(fs_: Any, path: str, offset: int = 0, tries: int = fetch.TRIES) -> bytes:
-        data = real_fetch(fs_, path, offset, tries)
+    def counting(fs_: Any, path: str, offset: int = 0, *args: Any) -> bytes:
+        data = real_fetch(fs_, path, offset, *args)
         fetched.append((path.rsplit("/", 2)[-2], offset, len(data)))
         return data
 
@@ -351,3 +351,120 @@ def test_close_forgets_everything(tmp_path: Path) -> None:
         reader.close()
         again = reader.poll()
     assert again.added == ["a"] and _steps(again, "a") == [0, 1, 2, 3]
+
+
+def test_iter_poll_reads_a_big_file_in_windows_and_a_caller_that_stops_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    from tallyboard.plugin.readers import ChunkedFileReader
+
+    path = _file(tmp_path / "big")
+    path.write_bytes(_records(range(3000)))  # about 150 KB
+    _file(tmp_path / "small").write_bytes(_records(range(5)))
+    reader = Reader(str(tmp_path), workers=1)
+    window = 20_000
+    chunk = ChunkedFileReader.chunk_size
+    ChunkedFileReader.chunk_size = 8192  # windows of whole chunks, so the bound is tight
+    try:
+        got = list(reader.iter_poll(max_bytes=window))
+        assert reader.last_update.added == ["big", "small"]
+        big = [b for run, b in got if run == "big"]
+        assert len(big) >= path.stat().st_size // (window + 8192)
+        steps = np.concatenate([b.scalars()[1][b.scalars()[0] == "loss"] for b in big])
+        assert steps.tolist() == list(range(3000))
+        # both grown: a caller that stops after the first batch loses nothing, reads nothing twice
+        _append(path, _records(range(3000, 4000)))
+        _append(_file(tmp_path / "small"), _records(range(5, 9)))
+        first = next(iter(reader.iter_poll(max_bytes=window)))
+        rest = reader.poll()
+    finally:
+        ChunkedFileReader.chunk_size = chunk
+    assert first[0] == "big"
+    tags, steps_first, _, _ = first[1].scalars()
+    tags_rest, steps_rest, _, _ = rest.batches["big"].scalars()
+    loss = np.concatenate([steps_first[tags == "loss"], steps_rest[tags_rest == "loss"]])
+    assert loss.tolist() == list(range(3000, 4000))
+    assert _steps(rest, "small") == [5, 6, 7, 8]
+    with pytest.raises(ValueError, match="max_bytes"):
+        next(reader.iter_poll(max_bytes=0))
+
+
+def test_a_store_that_fails_one_fetch_loses_that_file_this_poll_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = f"memory://incremental-fail-{uuid.uuid4().hex}"
+    fs = fsspec.filesystem("memory")
+    for run in ("a", "b"):
+        fs.pipe(f"{root}/{run}/events.out.tfevents.1.host", _records(range(10)))
+    real_fetch = fetch.fetch
+    refuse = {"b"}
+
+    def flaky(fs_: Any, path: str, *args: Any) -> bytes:
+        if path.rsplit("/", 2)[-2] in refuse:
+            raise OSError(f"{path}: the store is down")
+        return real_fetch(fs_, path, *args)
+
+    monkeypatch.setattr(fetch, "fetch", flaky)
+    reader = Reader(root)
+    with pytest.warns(ReadWarning, match=r"b/events.out.tfevents.1.host: could not be fetched"):
+        first = reader.poll()
+    assert list(first.batches) == ["a"] and first.failed == [
+        f"/{root[len('memory://') :]}/b/events.out.tfevents.1.host"
+    ]
+    refuse.clear()
+    again = reader.poll()
+    assert list(again.batches) == ["b"] and _steps(again, "b") == list(range(10))
+    assert not again.failed
+    fs.rm(root, recursive=True)
+
+
+def test_a_store_that_does_not_answer_fails_the_poll_within_the_deadline() -> None:
+    import threading
+    import time
+
+    root = f"memory://incremental-stall-{uuid.uuid4().hex}"
+    fs = fsspec.filesystem("memory")
+    fs.pipe(f"{root}/a/events.out.tfevents.1.host", _records(range(3)))
+    reader = Reader(root, deadline=0.3)
+    assert reader.poll().added == ["a"]
+    stalled = threading.Event()
+    real_find = type(fs).find
+
+    def stuck(self: Any, *args: Any, **kwargs: Any) -> Any:
+        stalled.wait(30)
+        return real_find(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(type(fs), "find", stuck)
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match=r"listing memory://.*incremental-stall.* 0\.3 s"):
+            reader.poll()
+        assert time.monotonic() - started < 5
+        stalled.set()
+    with pytest.raises(ValueError, match="deadline"):
+        Reader(root, deadline=0)
+    fs.rm(root, recursive=True)
+
+
+def test_an_object_another_client_adds_to_an_s3_run_is_read_at_the_next_poll(
+    tmp_path: Path,
+) -> None:
+    """Objects another client (boto3 here) puts on S3, in a run folder already listed (and in
+    s3fs's cache of that folder) and in a new run, are listed and fetched at the next poll."""
+    import boto3
+    from tcp_proxy import Forwarder, s3fs_through
+
+    with pytest.MonkeyPatch.context() as mp, s3fs_through(Forwarder, mp, "polls") as (fs, proxy):
+        fs.pipe("polls/logs/r0/events.out.tfevents.1.host", _records(range(5)))
+        reader = Reader("s3://polls/logs")
+        assert _steps(reader.poll(), "r0") == list(range(5))
+        fs.ls("polls/logs/r0")  # as a writer using the same s3fs instance would: now cached
+        client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{proxy.port}")
+        client.put_object(
+            Bucket="polls", Key="logs/r0/events.out.tfevents.2.host", Body=_records(range(5, 9))
+        )
+        client.put_object(
+            Bucket="polls", Key="logs/r1/events.out.tfevents.1.host", Body=_records(range(2))
+        )
+        update = reader.poll()
+        assert update.added == ["r1"] and _steps(update, "r0") == [5, 6, 7, 8]

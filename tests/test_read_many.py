@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import struct
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -251,3 +252,72 @@ def test_a_record_head_naming_a_huge_record_is_reported_as_alone(tmp_path: Path)
         )
     one, many = _check(tmp_path)
     assert all(r.dead for r in many)
+
+
+def _sweep_runs(root: Path, runs: int, steps: int = 60) -> list[Path]:
+    """Runs of one sweep: the same tags and steps, their own wall times and values."""
+    from tallyboard_tfevents import proto
+
+    paths = []
+    for r in range(runs):
+        records = [_header()]
+        for s in range(steps):
+            for k, tag in enumerate(("loss", "accuracy", "lr")):
+                event = proto.Event(
+                    wall_time=1.7e9 + r * 37.25 + s * 0.125 + k * 0.001,
+                    step=s,
+                    summary=proto.Summary(
+                        value=[proto.SummaryValue(tag=tag, simple_value=(r + 1) / (s + k + 1))]
+                    ),
+                )
+                records.append(frame(event.SerializeToString()))
+        (root / f"run{r:02d}").mkdir(parents=True)
+        path = root / f"run{r:02d}" / "events.out.tfevents.1.host"
+        path.write_bytes(b"".join(records))
+        paths.append(path)
+    return paths
+
+
+def test_runs_laid_out_alike_read_together_as_each_alone_damage_included(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files laid out like the file before them (a sweep's runs) are decoded from that file's
+    tags and steps, their CRCs checked against its: a damaged wall time, value or CRC byte is
+    still found (warned with file and offset, the record skipped), and a damaged tag makes
+    the file one decoded on its own."""
+    from tallyboard_tfevents import reader
+
+    paths = _sweep_runs(tmp_path, 8)
+    checked: list[int] = []  # records whose CRCs were checked against their template's
+    real = reader._template_crcs
+
+    def counting(*args: Any) -> Any:
+        ok = real(*args)
+        checked.append(ok.size)
+        return ok
+
+    monkeypatch.setattr(reader, "_template_crcs", counting)
+    monkeypatch.setattr(reader, "_LAST", threading.local())  # no layout of an earlier read
+
+    def damage(path: Path, nth: int, where: int) -> None:
+        from hostile_files import records
+
+        data = bytearray(path.read_bytes())
+        offset, length = records(bytes(data))[nth]
+        data[offset + 12 + (where if where >= 0 else length + where)] ^= 0x01
+        path.write_bytes(bytes(data))
+
+    damage(paths[2], 40, 3)  # a wall time byte
+    damage(paths[4], 41, -2)  # a value byte
+    damage(paths[5], 44, 20)  # inside the tag "accuracy": no longer laid out alike
+    data = bytearray(paths[6].read_bytes())
+    data[-1] ^= 0x80  # the last record's stored CRC
+    paths[6].write_bytes(bytes(data))
+    one, many, want, got, alone, together = _read_both(tmp_path)
+    messages = [str(w.message) for w in alone]
+    assert [m.split("/")[-2] for m in messages] == ["run02", "run04", "run05", "run06"]
+    assert all("bad data CRC" in m for m in messages)
+    # runs 1-4, 6, 7 laid out like run 0 (run 5, damaged in its tag, starts anew)
+    assert sum(checked) == 6 * 180
+    _check(tmp_path)
+    assert len(got[3].scalars()[0]) == 180 and len(got[2].scalars()[0]) == 179

@@ -161,21 +161,24 @@ class Batches:
         return self.counts is not None and len(self.codes) > 0
 
     def batch(self, i: int) -> Batch:
-        """File ``i``'s values as one :class:`Batch` (its shared scalars as views, no copy)."""
+        """File ``i``'s values as one :class:`Batch` (its shared scalars' steps, wall times and
+        values as views, no copy; its tag codes into the names of its own tags)."""
+        import numpy as np
+
         own = self.batches[i]
         if not self.shared() or not self.counts[i]:
             return own if own is not None else Batch()
         starts = self.__dict__.get("_starts")
         if starts is None:
-            import numpy as np
-
             starts = self.__dict__["_starts"] = np.concatenate([[0], np.cumsum(self.counts)])
         start, stop = int(starts[i]), int(starts[i + 1])
+        # the file's own tags only, as a Batch read alone names them
+        present, codes = np.unique(self.codes[start:stop], return_inverse=True)
         out = Batch(
             columns=[
                 (
-                    self.names,
-                    self.codes[start:stop],
+                    [self.names[k] for k in present.tolist()],
+                    codes.astype(np.int32).ravel(),
                     self.step[start:stop],
                     self.wall_time[start:stop],
                     self.value[start:stop],
@@ -199,7 +202,10 @@ class FileReader(Protocol):
     give, file by file, what ``read_new`` would give (the same values in the same order), and
     leave each reader as ``read_new`` would. Core calls it for groups of small files, so a
     format can decode many files in one vectorised pass; readers without it are read one by
-    one.
+    one. A ``read_many`` that takes a ``light`` keyword is called with ``light=True`` by a
+    listing (``tallyboard ls``), which needs the tags, steps and wall times only: it may then
+    skip the data CRC of records whose tag and step bytes are those of records it checked
+    (and leave their values unchecked); it never lists a tag or step it did not check.
     """
 
     def read_new(self) -> Batch: ...
@@ -230,6 +236,10 @@ class ChunkedFileReader:
     max_unit: int = 1 << 31
     #: the byte ending a unit, for formats that can skip an overlong one (lines: ``b"\n"``).
     unit_end: bytes | None = None
+    #: when set (on an instance, by a caller that wants the new bytes in windows), one
+    #: :meth:`read_new` consumes about this many bytes at most (whole chunks and units) and
+    #: sets ``capped`` when it stopped for it; the next call goes on from there.
+    read_limit: int | None = None
 
     def __init__(self, fs: Any, path: str) -> None:
         self.fs, self.path = fs, path
@@ -248,11 +258,15 @@ class ChunkedFileReader:
         batch = Batch()
         if self.dead:
             return batch
+        limit, first = self.read_limit, self.offset
         with self.fs.open(self.path, "rb") as f:
             size = _size_of(f)  # never read past it: a live file grows later
             f.seek(self.offset)
             rest = b""
             while not self.dead:
+                if limit is not None and self.offset - first >= limit:
+                    self.capped = True  # the caller reads on from here in its next call
+                    break
                 wanted = self._wanted(rest)
                 if len(rest) + wanted > self.max_unit:
                     warn_corrupt(
@@ -264,6 +278,8 @@ class ChunkedFileReader:
                     self.dead = True
                     break
                 n = max(self.chunk_size, wanted, len(rest))  # a long unit: in doubling reads
+                if limit is not None:
+                    n = max(min(n, limit - (self.offset - first)), wanted, 1)
                 if isinstance(size, int):
                     left = size - self.offset - len(rest)
                     if wanted > left:

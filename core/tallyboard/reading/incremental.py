@@ -10,7 +10,7 @@ disappeared. ``tallyboard.read`` is the same machinery, polled once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,9 @@ class Update:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     batches: dict[str, Batch] = field(default_factory=dict)
+    #: files of a remote store that could not be fetched this time (each warned about): they
+    #: are read again, from where they were, at the next poll.
+    failed: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         """Whether anything changed: a run added or removed, or a new value."""
@@ -94,6 +97,10 @@ class Reader:
         workers: processes decoding local files when there are many new bytes (default: the
             cores when it pays; 1 reads in this process). Never used while this process runs
             other threads.
+        deadline: seconds each call to a remote store may take (the listing, each fetch;
+            default ``TALLYBOARD_REMOTE_DEADLINE``, 60): a store that does not answer in time
+            makes the listing raise ``TimeoutError`` (an ``OSError``) naming the URL, and a
+            fetch fail for that file only (see :attr:`Update.failed`).
 
     Raises:
         TypeError: an argument has the wrong type.
@@ -117,6 +124,7 @@ class Reader:
         kinds: str | Iterable[str] | None = None,
         formats: str | Iterable[str] | None = None,
         workers: int | None = None,
+        deadline: float | None = None,
     ) -> None:
         from tallyboard.plugin.registry import get_registry
         from tallyboard.reading.pool import pool_size
@@ -136,8 +144,13 @@ class Reader:
         only = (
             next(iter(self._kinds)) if self._kinds is not None and len(self._kinds) == 1 else None
         )
-        self._files = RunReader(logdir, formats, only, runs=names_or_globs(runs, "runs"))
+        self._files = RunReader(
+            logdir, formats, only, runs=names_or_globs(runs, "runs"), deadline=deadline
+        )
         self.logdir = logdir
+        #: what the last :meth:`poll` or :meth:`iter_poll` found: runs added and removed (set
+        #: before :meth:`iter_poll` yields its first batch), files that failed.
+        self.last_update = Update()
         #: run -> how many of its files are open.
         self._file_count: dict[str, int] = {}
 
@@ -156,8 +169,71 @@ class Reader:
             An :class:`Update`: runs added and removed, and per run with news one Batch.
 
         Raises:
-            OSError: a remote store refused or kept failing (the message names the URL).
+            OSError: the listing of a remote store failed or timed out (the message names the
+                URL; ``PermissionError``, ``FileNotFoundError`` as the store raised them).
         """
+        got: dict[str, Batch] = {}
+        for run, batch in self.iter_poll(progress=progress):
+            if run in got:
+                got[run].extend(batch)
+            else:
+                got[run] = batch
+        update = self.last_update
+        update.batches = dict(sorted(got.items()))
+        return update
+
+    def iter_poll(
+        self, max_bytes: int | None = None, progress: Callable[[int], None] | None = None
+    ) -> Iterator[tuple[str, Batch]]:
+        """:meth:`poll`, one ``(run, batch)`` at a time as files are read, so memory holds what
+        the caller keeps, not the whole log dir: a run with several files (or a file read in
+        windows) gives several batches, in file order.
+
+        :attr:`last_update` holds the runs added and removed before the first batch comes
+        (its ``batches`` stay empty). A file is taken as read once its batch is yielded: a
+        caller that stops early loses nothing (the next poll reads on from there).
+
+        Args:
+            max_bytes: at most about this many bytes of a file (whole records, a chunk of
+                4 MiB more at most) go into one batch; a larger news comes in several
+                batches, each read from where the one before stopped. None: whole files.
+            progress: called as ``progress(files_read)`` (optional).
+
+        Yields:
+            ``(run, batch)``: new values of one file of ``run`` (or of a window of it).
+
+        Raises:
+            ValueError: ``max_bytes`` is not a positive int.
+            OSError: as :meth:`poll`.
+        """
+        if max_bytes is not None and (
+            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1
+        ):
+            raise ValueError(f"max_bytes must be None or a positive int, got {max_bytes!r}")
+        self.last_update = update = self._refresh()
+        files = self._files
+        paths = files.to_read()
+        while paths:
+            capped_now: list[str] = []
+            groups = files.read_groups(
+                paths, self._workers, progress, window=max_bytes, copies=True
+            )
+            try:
+                for group_paths, runs, batches, readers, capped in groups:
+                    for k, (path, run) in enumerate(zip(group_paths, runs)):
+                        batch = self._keep(batches.batch(k))
+                        files.commit(path, readers[k] if readers is not None else None, capped[k])
+                        if capped[k]:
+                            capped_now.append(path)
+                        if not batch.empty():
+                            yield run, batch
+            finally:
+                groups.close()
+                update.failed.extend(getattr(files, "failed", []))
+            paths = capped_now  # the rest of the files read in windows
+
+    def _refresh(self) -> Update:
+        """List again; the runs added and removed since the last poll."""
         files = self._files
         before = dict(self._file_count)
         opened, gone = files.refresh()
@@ -173,23 +249,10 @@ class Reader:
                 del count[run]
         # every file it had is gone, and new ones are there: deleted and written again
         replaced = {run for run, n in lost.items() if n == before[run] and run in count}
-        update = Update(
+        return Update(
             added=sorted(set(count) - set(before) | replaced),
             removed=sorted(set(before) - set(count) | replaced),
         )
-        got: dict[str, Batch] = {}
-        for _, run, batch in files.iter_read(
-            self._workers, progress, discover=False, changed_only=True
-        ):
-            kept = self._keep(batch)
-            if kept.empty():
-                continue
-            if run in got:
-                got[run].extend(kept)
-            else:
-                got[run] = kept
-        update.batches = dict(sorted(got.items()))
-        return update
 
     def _keep(self, batch: Batch) -> Batch:
         """``batch`` with only the wanted kinds and tags."""

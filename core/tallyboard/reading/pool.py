@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
-from tallyboard.plugin.readers import Batch, Batches, FileReader
+from tallyboard.plugin.readers import Batch, Batches, ChunkedFileReader, FileReader
 
 #: bytes of files below which one process reads them all (starting workers costs more).
 MIN_POOL_BYTES = 8 << 20
@@ -80,9 +80,21 @@ def plan(sizes: Sequence[int], groups: Sequence[Any], workers: int) -> list[tupl
     return tasks
 
 
-def read_group(readers: Sequence[FileReader]) -> Batches:
+def _takes_light(many: Any) -> bool:
+    """Whether a ``read_many`` takes the ``light`` keyword (a listing's cheaper read)."""
+    import inspect
+
+    try:
+        return "light" in inspect.signature(many).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def read_group(readers: Sequence[FileReader], light: bool = False) -> Batches:
     """Read ``readers`` (each its own file) once: runs of one reader class that offers
-    ``read_many`` in one call each, the others one by one."""
+    ``read_many`` in one call each, the others one by one. ``light`` asks the readers that
+    can for a listing's read (tags, steps and wall times; see
+    :class:`~tallyboard.plugin.readers.FileReader`)."""
     parts: list[Batches] = []
     i = 0
     while i < len(readers):
@@ -92,7 +104,10 @@ def read_group(readers: Sequence[FileReader]) -> Batches:
             j += 1
         many = getattr(cls, "read_many", None)
         if many is not None and j - i > 1:
-            parts.append(many(readers[i:j]))
+            if light and _takes_light(many):
+                parts.append(many(readers[i:j], light=True))
+            else:
+                parts.append(many(readers[i:j]))
         else:
             parts.append(Batches.of([r.read_new() for r in readers[i:j]]))
         i = j
@@ -108,20 +123,37 @@ _JOB: Job | None = None  # the job of the pool being run: what forked workers re
 
 
 def _read_task(
-    job: Job, start: int, stop: int, keep: bool
-) -> tuple[list[FileReader] | None, Batches, list[tuple[str, type[Warning]]]]:
+    job: Job, start: int, stop: int, keep: bool, light: bool = False, window: int | None = None
+) -> tuple[list[FileReader] | None, Batches, list[tuple[str, type[Warning]]], list[bool]]:
     readers = [job.reader(i) for i in range(start, stop)]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        batches = read_group(readers)
-    return (readers if keep else None), batches, [(str(w.message), w.category) for w in caught]
+    windowed = [r for r in readers if isinstance(r, ChunkedFileReader)] if window else []
+    for r in windowed:
+        r.read_limit = window
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            batches = read_group(readers, light)
+    finally:
+        for r in windowed:  # back to the class's: a reader kept reads to the end next time
+            del r.read_limit
+    capped = [
+        bool(vars(r).pop("capped", False)) if hasattr(r, "__dict__") else False for r in readers
+    ]
+    return (
+        (readers if keep else None),
+        batches,
+        [(str(w.message), w.category) for w in caught],
+        capped,
+    )
 
 
-def _worker_task(start: int, stop: int, keep: bool) -> bytes | None:
+def _worker_task(
+    start: int, stop: int, keep: bool, light: bool, window: int | None
+) -> bytes | None:
     """In a worker: read a task of the job it was forked with; the results pickled, or None
     when they do not pickle (the caller then reads the task itself)."""
     assert _JOB is not None
-    return _pickled(_read_task(_JOB, start, stop, keep))
+    return _pickled(_read_task(_JOB, start, stop, keep, light, window))
 
 
 def _can_fork() -> bool:
@@ -137,21 +169,25 @@ def read_tasks(
     workers: int,
     keep: bool = True,
     done: Callable[[int], None] | None = None,
-) -> Iterator[tuple[int, list[FileReader] | None, Batches]]:
+    light: bool = False,
+    window: int | None = None,
+) -> Iterator[tuple[int, list[FileReader] | None, Batches, list[bool]]]:
     """``(start, readers, batches)`` for each task ``(start, stop)``, in order: each file read
     once, by ``workers`` processes when more than one (and forking is safe), else here.
     ``readers`` are the readers to keep (a worker's copies, which have advanced; None when
     ``keep`` is false, where the caller reads each file only once). ``done(n)`` is called as
-    ``n`` more files are read."""
+    ``n`` more files are read; ``light`` asks for a listing's read (:func:`read_group`);
+    ``window`` bounds the bytes one read of a file consumes (a reader kept in chunks stops
+    there and is flagged in the last item, ``capped``, to be read on)."""
     global _JOB
     if workers <= 1 or len(tasks) < 2 or not _can_fork():
         for start, stop in tasks:
-            readers, batches, caught = _read_task(job, start, stop, True)
+            readers, batches, caught, capped = _read_task(job, start, stop, True, light, window)
             for message, category in caught:
                 warnings.warn(message, category, stacklevel=2)
             if done is not None:
                 done(stop - start)
-            yield start, (readers if keep else None), batches
+            yield start, (readers if keep else None), batches, capped
         return
     import multiprocessing
     from collections import deque
@@ -172,20 +208,21 @@ def read_tasks(
         while nxt < len(tasks) or pending:
             while nxt < len(tasks) and len(pending) < workers * 3:  # a few tasks ahead
                 start, stop = tasks[nxt]
-                pending.append((start, stop, pool.submit(_worker_task, start, stop, keep)))
+                task = pool.submit(_worker_task, start, stop, keep, light, window)
+                pending.append((start, stop, task))
                 nxt += 1
             start, stop, future = pending.popleft()
             result = future.result()
             if result is None:  # it did not travel: read here, from the offsets kept here
-                readers, batches, caught = _read_task(job, start, stop, True)
+                readers, batches, caught, capped = _read_task(job, start, stop, True, light, window)
             else:
-                readers, batches, caught = pickle.loads(result)
+                readers, batches, caught, capped = pickle.loads(result)
             del result
             for message, category in caught:
                 warnings.warn(message, category, stacklevel=2)
             if done is not None:
                 done(stop - start)
-            yield start, (readers if keep else None), batches
+            yield start, (readers if keep else None), batches, capped
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -205,7 +242,7 @@ def read_files(
 
     sizes = [1] * len(readers)
     tasks = plan(sizes, [type(r) for r in readers], workers)
-    for start, got, batches in read_tasks(_Given(), tasks, workers):
+    for start, got, batches, _ in read_tasks(_Given(), tasks, workers):
         assert got is not None
         for k, batch in enumerate(batches.split()):
             if done is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import stat
 import time
@@ -59,10 +60,20 @@ def local_files(root: str) -> list[tuple[str, bool, int]]:
     followed as TensorBoard follows them, but never into a folder the path is already inside (a
     link loop); ``regular`` is False for a FIFO, socket, device or dangling link, which are
     never opened (a FIFO would block the reader). One ``scandir`` per folder and one ``stat``
-    per entry; nothing is kept (:class:`LocalTree` keeps what a later scan needs)."""
+    per file; folders cost none (the kind of an entry comes with the listing), but links,
+    whose targets are compared with the folders the path is inside. Nothing is kept
+    (:class:`LocalTree` keeps what a later scan needs)."""
     out: list[tuple[str, bool, int]] = []
-    st = os.stat(root)
-    todo = [(root, frozenset({(st.st_dev, st.st_ino)}))]
+    keys: dict[str, tuple[int, int]] = {}  # folder -> (st_dev, st_ino), stat-ed when needed
+
+    def key(path: str) -> tuple[int, int]:
+        found = keys.get(path)
+        if found is None:
+            st = os.stat(path)
+            found = keys[path] = (st.st_dev, st.st_ino)
+        return found
+
+    todo: list[tuple[str, tuple[str, ...]]] = [(root, (root,))]
     isdir, isreg = stat.S_ISDIR, stat.S_ISREG
     while todo:
         top, inside = todo.pop()
@@ -73,17 +84,49 @@ def local_files(root: str) -> list[tuple[str, bool, int]]:
             continue
         for entry in entries:
             try:
-                st = entry.stat()
+                if entry.is_dir(follow_symlinks=False):  # a folder, not a link: no loop
+                    todo.append((entry.path, (*inside, entry.path)))
+                    continue
+                if entry.is_file(follow_symlinks=False):
+                    out.append((entry.path, True, entry.stat(follow_symlinks=False).st_size))
+                    continue
+                st = entry.stat()  # a link (followed) or a special file
             except OSError:
                 out.append((entry.path, False, 0))
                 continue
             if isdir(st.st_mode):
-                key = (st.st_dev, st.st_ino)
-                if key not in inside:
-                    todo.append((entry.path, inside | {key}))
+                target = (st.st_dev, st.st_ino)
+                try:
+                    loop = any(key(folder) == target for folder in inside)
+                except OSError:
+                    loop = True
+                if not loop:
+                    keys[entry.path] = target
+                    todo.append((entry.path, (*inside, entry.path)))
             else:
                 out.append((entry.path, isreg(st.st_mode), st.st_size))
     return out
+
+
+def _stat_all(paths: list[str], field: str) -> Any:
+    """``field`` of ``os.stat`` of every path as an int64 array (-1 where it fails), in one
+    tight pass while none fails."""
+    import numpy as np
+
+    st = os.stat
+    try:
+        if field == "st_size":
+            got = [st(p).st_size for p in paths]
+        else:
+            got = [st(p).st_mtime_ns for p in paths]
+    except OSError:
+        got = []
+        for p in paths:
+            try:
+                got.append(getattr(st(p), field))
+            except OSError:
+                got.append(-1)
+    return np.array(got, np.int64)
 
 
 class _Dir:
@@ -115,39 +158,79 @@ class LocalTree:
         self.root = root
         self._dirs: dict[str, _Dir] = {}
         self._started = 0  # time.time_ns() when the previous scan began (0: none yet)
+        #: every file found, and, flat, the folders and regular files stat-ed at each scan.
+        self._all: dict[str, tuple[bool, int]] = {}
+        self._dir_list: list[str] = []
+        self._mtimes: Any = None
+        self._file_list: list[str] = []
+        self._sizes: Any = None
+        #: after a scan: whether files appeared or vanished, and (when not) those that resized.
+        self.changed = True
+        self.resized: list[str] = []
 
     def scan(self) -> dict[str, tuple[bool, int]]:
-        """``{path: (regular, size)}`` of every file now under the root (see :func:`local_files`)."""
+        """``{path: (regular, size)}`` of every file now under the root (see :func:`local_files`).
+
+        The folders and files known are stat-ed in two tight passes; :attr:`changed` and
+        :attr:`resized` then say what this scan found different."""
+        import numpy as np
+
         started = time.time_ns()
+        self.resized = []
         if not self._dirs:
             self._walk(self.root, os.stat(self.root), None)
-        else:
-            trust_before = self._started - self.racy_ns
-            for path in list(self._dirs):
-                d = self._dirs.get(path)
-                if d is None:  # dropped with a folder above it
-                    continue
-                try:
-                    mtime = os.stat(path).st_mtime_ns
-                except OSError:
-                    self._drop(path)
-                    continue
-                if mtime != d.mtime or d.mtime >= trust_before:
-                    self._relist(path, d, mtime)
-                    continue
-                for file, (regular, size) in list(d.files.items()):
-                    try:
-                        st = os.stat(file)
-                    except OSError:
-                        del d.files[file]  # gone (the folder's next mtime will say so too)
-                        continue
-                    if st.st_size != size:
-                        d.files[file] = (regular, st.st_size)
+            self._rebuild()
+            self._started = started
+            return self._all
+        self.changed = False
+        trust_before = self._started - self.racy_ns
+        mtimes = _stat_all(self._dir_list, "st_mtime_ns")
+        suspect = np.flatnonzero((mtimes != self._mtimes) | (self._mtimes >= trust_before))
+        for i in suspect.tolist():
+            path = self._dir_list[i]
+            d = self._dirs.get(path)
+            if d is None:  # dropped with a folder above it
+                continue
+            if mtimes[i] < 0:
+                self._drop(path)
+                self.changed = True
+                continue
+            before = (set(d.files), set(d.subdirs))
+            self._relist(path, d, int(mtimes[i]))
+            if (set(d.files), set(d.subdirs)) != before:
+                self.changed = True
+        if self.changed:
+            self._rebuild()
+        elif len(suspect):
+            self._mtimes = mtimes  # the same folders, some relisted with their new times
+            for i in suspect.tolist():
+                self._mtimes[i] = self._dirs[self._dir_list[i]].mtime
+        sizes = _stat_all(self._file_list, "st_size")
+        moved = np.flatnonzero(sizes != self._sizes)
+        for i in moved.tolist():
+            path = self._file_list[i]
+            if sizes[i] < 0:  # vanished without its folder telling yet: listed next scan
+                continue
+            self._all[path] = (True, int(sizes[i]))
+            d = self._dirs[path.rsplit(os.sep, 1)[0] if os.sep in path else path]
+            d.files[path] = (True, int(sizes[i]))
+            self.resized.append(path)
+        self._sizes = sizes
         self._started = started
-        out: dict[str, tuple[bool, int]] = {}
+        return self._all
+
+    def _rebuild(self) -> None:
+        """The flat lists and the union of every folder's files, after folders changed."""
+        import numpy as np
+
+        self.changed = True
+        self._all = {}
         for d in self._dirs.values():
-            out.update(d.files)
-        return out
+            self._all.update(d.files)
+        self._dir_list = list(self._dirs)
+        self._mtimes = np.array([self._dirs[p].mtime for p in self._dir_list], np.int64)
+        self._file_list = [p for p, (regular, _) in self._all.items() if regular]
+        self._sizes = np.array([self._all[p][1] for p in self._file_list], np.int64)
 
     @staticmethod
     def _entries(top: str) -> list[tuple[str, os.stat_result | None]]:
@@ -237,13 +320,20 @@ class _File:
 
 
 class _Job:
-    """The files of one read, as the pool finds them (:class:`tallyboard.reading.pool.Job`)."""
+    """The files of one read, as the pool finds them (:class:`tallyboard.reading.pool.Job`).
+    ``copies``: each file is read by a copy of its reader (a new one when it has none), kept
+    only once the caller takes what it read (:meth:`RunReader.commit`)."""
 
-    def __init__(self, owner: RunReader, paths: list[str]) -> None:
-        self.owner, self.paths = owner, paths
+    def __init__(self, owner: RunReader, paths: list[str], copies: bool = False) -> None:
+        self.owner, self.paths, self.copies = owner, paths, copies
 
     def reader(self, i: int) -> FileReader:
-        return self.owner._reader_of(self.paths[i])
+        if not self.copies:
+            return self.owner._reader_of(self.paths[i])
+        f = self.owner._open[self.paths[i]]
+        if f.reader is not None:
+            return copy.copy(f.reader)
+        return self.owner._reader_of(self.paths[i], keep=False)
 
 
 class RunReader:
@@ -267,10 +357,12 @@ class RunReader:
         kind: str | None = None,
         runs: str | Iterable[str] | None = None,
         keep: bool = True,
+        deadline: float | None = None,
     ) -> None:
         import fsspec
 
         from tallyboard.plugin.registry import get_registry
+        from tallyboard.reading.fetch import within
 
         if not isinstance(logdir, str) or not logdir:
             raise TypeError(f"logdir must be a non-empty str path or URL, got {logdir!r}")
@@ -281,15 +373,29 @@ class RunReader:
         self._wanted_run = matcher(names_or_globs(runs, "runs"))
         self.kind = kind
         self.keep = keep
+        if deadline is not None and not (
+            isinstance(deadline, (int, float))
+            and not isinstance(deadline, bool)
+            and 0 < deadline < float("inf")
+        ):
+            raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
+        #: seconds a call to a remote store may take (None: TALLYBOARD_REMOTE_DEADLINE's).
+        self.deadline = deadline
         self.fs, root = fsspec.core.url_to_fs(logdir)
         self.root = root.rstrip("/") or "/"
-        if not self.fs.isdir(self.root):
+        if is_local(self.fs):
+            here = self.fs.isdir(self.root)
+        else:
+            here = within(lambda: self.fs.isdir(self.root), deadline, logdir)
+        if not here:
             raise ValueError(f"logdir {logdir!r} is not a directory")
         #: the files read (of wanted runs, in a chosen format), in reading order.
         self._open: dict[str, _File] = {}
         self._not_files: set[str] = set()  # special files already reported
         self._sizes: dict[str, int] = {}  # every recognised file -> size when last listed
         self._shrunk: set[str] = set()  # files that shrank, already reported
+        #: files to read at the next read: new, grown, or read by a reader that keeps no offset.
+        self._dirty: set[str] = set()
         #: every listed file -> the reader spec that reads it (None: no reader does).
         self._spec_of: dict[str, ReaderSpec | None] = {}
         #: run directory -> its recognised files (read or not) and their formats.
@@ -312,6 +418,10 @@ class RunReader:
     def _choose(self, parent: str, present: set[str]) -> str | None:
         """The competing format read in ``parent``: kept once chosen, so re-reads stay whole."""
         chosen = self._chosen.get(parent)
+        if chosen is None and len(present) == 1:  # one format here: no choice to make
+            (chosen,) = present
+            self._chosen[parent] = chosen
+            return chosen
         if chosen is None and present:
             able = {
                 f
@@ -332,7 +442,15 @@ class RunReader:
         was read is reported once and not read again (writers append; a file rewritten in
         place cannot be followed).
         """
-        listing = self._files()
+        if self._local is not None and self._listed_once:
+            self._local.scan()
+            if not self._local.changed:  # no file appeared nor vanished: only sizes moved
+                all_files = self._local._all
+                self._resized(
+                    [(p.replace(os.sep, "/"), all_files[p][1]) for p in self._local.resized]
+                )
+                return [], []
+        listing = self._files(scanned=self._local is not None and self._listed_once)
         found: dict[str, list[tuple[str, ReaderSpec]]] = {}
         sizes, spec_of, resized = self._sizes, self._spec_of, []
         for path, regular, size in listing:
@@ -382,12 +500,24 @@ class RunReader:
                 ):
                     continue
                 self._open[path] = _File(run, spec, sizes[path])
+                self._dirty.add(path)
                 opened.append(path)
-        for path in resized:
+        self._resized([(p, sizes[p]) for p in resized])
+        self._listed_once = True
+        return opened, gone
+
+    def _resized(self, changes: list[tuple[str, int]]) -> None:
+        """Note the new sizes of files of the last listing; a file that shrank below where it
+        was read is reported once and not read again."""
+        for path, size in changes:
+            if path not in self._sizes:
+                continue  # a file no reader reads
+            self._sizes[path] = size
             f = self._open.get(path)
             if f is None:
                 continue
-            f.size = sizes[path]
+            f.size = size
+            self._dirty.add(path)
             offset = getattr(f.reader, "offset", None)
             if isinstance(offset, int) and f.size < offset and path not in self._shrunk:
                 self._shrunk.add(path)
@@ -400,8 +530,6 @@ class RunReader:
                 )
                 if hasattr(f.reader, "dead"):
                     f.reader.dead = True  # type: ignore[union-attr]
-        self._listed_once = True
-        return opened, gone
 
     def _forget(
         self, found: dict[str, list[tuple[str, ReaderSpec]]], listing: list[tuple[str, bool, int]]
@@ -419,6 +547,7 @@ class RunReader:
         gone = [(path, f.run) for path, f in self._open.items() if path not in here]
         for path, _ in gone:
             del self._open[path]
+            self._dirty.discard(path)
         for path in [p for p in self._sizes if p not in here]:
             del self._sizes[path]
             self._shrunk.discard(path)
@@ -439,6 +568,7 @@ class RunReader:
         """Forget every file, offset and listing: the next read starts over."""
         for table in (
             self._open,
+            self._dirty,
             self._sizes,
             self._shrunk,
             self._not_files,
@@ -483,24 +613,33 @@ class RunReader:
             }
         return found
 
-    def _files(self) -> list[tuple[str, bool, int]]:
-        """``(path, regular, size)`` of every file under the log dir, sorted."""
+    def _files(self, scanned: bool = False) -> list[tuple[str, bool, int]]:
+        """``(path, regular, size)`` of every file under the log dir, sorted (``scanned``: the
+        local tree was scanned just now)."""
         from fsspec.implementations.local import LocalFileSystem
 
         if isinstance(self.fs, LocalFileSystem):
             if self.keep:
                 if self._local is None:
                     self._local = LocalTree(self.root)
-                found = [(p, r, n) for p, (r, n) in self._local.scan().items()]
+                files = self._local._all if scanned else self._local.scan()
+                found = [(p, r, n) for p, (r, n) in files.items()]
             else:
                 found = local_files(self.root)
             if os.sep != "/":
                 found = [(p.replace(os.sep, "/"), r, n) for p, r, n in found]
             found.sort()
             return found
+        from tallyboard.reading.fetch import url, within
+
         if self._listed_once:
-            self.fs.invalidate_cache(self.root)  # a store's listing cache would hide news
-        listing = self.fs.find(self.root, detail=True)  # no FIFOs in a store
+            # a store's listing cache would hide news (s3fs keeps one per folder: drop all)
+            self.fs.invalidate_cache()
+        listing = within(
+            lambda: self.fs.find(self.root, detail=True),  # no FIFOs in a store
+            self.deadline,
+            f"listing {url(self.fs, self.root)}",
+        )
         return [(p, True, int(listing[p].get("size") or 0)) for p in sorted(listing)]
 
     def opened(self, path: str) -> FileReader:
@@ -510,6 +649,15 @@ class RunReader:
     def size(self, path: str) -> int:
         """The size of ``path`` when last listed (0 when unknown)."""
         return self._sizes.get(path, 0)
+
+    def resume(self, path: str) -> None:
+        """Take ``path`` as read up to now when its reader (given the state of an earlier
+        read) is at or past its listed size: it is then opened only once it grows."""
+        f = self._open[path]
+        offset = getattr(f.reader, "offset", None)
+        if self.keep and isinstance(offset, int) and offset >= f.size:
+            f.read_at = f.size
+            self._dirty.discard(path)
 
     def unchanged(self, path: str) -> bool:
         """Whether reading ``path`` now would surely give nothing: it was read before, its
@@ -547,17 +695,16 @@ class RunReader:
         if discover:
             self.refresh()
         order = list(self._open)
-        changed = {path for path in order if not self.unchanged(path)}
-        count = 0
+        changed = {path for path in order if path in self._dirty}
+        skipped = 0  # unchanged files passed, counted with the files read
 
-        def done(n: int) -> None:
-            nonlocal count
-            count += n
+        def done(files_read: int) -> None:
             if progress is not None:
-                progress(count)
+                progress(skipped + files_read)
 
         groups = self.iter_groups(workers, done, discover=False, changed=changed)
         pending: list[tuple[str, str, Batch]] = []
+        read = 0
         try:
             for path in order:
                 if path in changed:
@@ -566,9 +713,12 @@ class RunReader:
                         pending = list(zip(paths, runs, batches.split()))[::-1]
                     got = pending.pop()
                     assert got[0] == path
+                    read += 1
                     yield got
                 elif not changed_only:
-                    done(1)
+                    skipped += 1
+                    if progress is not None:
+                        progress(skipped + read)
                     yield path, self._open[path].run, Batch()
         finally:
             groups.close()
@@ -579,68 +729,144 @@ class RunReader:
         progress: Callable[[int], None] | None = None,
         discover: bool = True,
         changed: set[str] | None = None,
+        light: bool = False,
     ) -> Generator[tuple[list[str], list[str], Batches], None, None]:
         """``(paths, runs, batches)`` for groups of files read together, in reading order:
         what was appended to each file of the group since it was last read
         (``batches.batch(k)`` for ``paths[k]``). Only changed files are read (``changed``,
-        else those not :meth:`unchanged`). ``progress(files_done)`` as in :meth:`iter_read`."""
+        else those not :meth:`unchanged`). ``progress(files_done)`` as in :meth:`iter_read`;
+        ``light`` asks for a listing's read (see :func:`tallyboard.reading.pool.read_group`)."""
         if discover:
             self.refresh()
+        for paths, runs, batches, readers, capped in self.read_groups(
+            self.to_read(changed), workers, progress, light
+        ):
+            for k, path in enumerate(paths):
+                self.commit(path, readers[k] if readers is not None else None, capped[k])
+            yield paths, runs, batches
+
+    def to_read(self, changed: set[str] | None = None) -> list[str]:
+        """The files to read, in reading order: those in ``changed``, else those new or grown
+        since they were last read (and those whose reader keeps no offset)."""
         if changed is None:
-            paths = [p for p in self._open if not self.unchanged(p)]
-        else:
-            paths = [p for p in self._open if p in changed]
+            dirty = self._dirty
+            return [p for p in self._open if p in dirty] if dirty else []
+        return [p for p in self._open if p in changed]
+
+    def read_groups(
+        self,
+        paths: list[str],
+        workers: int | None = None,
+        progress: Callable[[int], None] | None = None,
+        light: bool = False,
+        window: int | None = None,
+        copies: bool = False,
+    ) -> Generator[tuple[list[str], list[str], Batches, Any, list[bool]], None, None]:
+        """``(paths, runs, batches, readers, capped)`` for groups of the files ``paths`` read
+        together, in order, nothing committed: :meth:`commit` each file once what was read of
+        it is taken (``readers[k]`` the reader to keep for ``paths[k]``, None when the reader
+        read in place; ``capped[k]`` when its read stopped at ``window`` bytes, with more to
+        read). ``copies`` reads with copies of the readers, so a file not committed is read
+        again from where it was. A remote file that cannot be fetched is skipped with a
+        warning, and listed in :attr:`failed`, when this reader keeps its readers (it is read
+        again next time); else its error is raised."""
+        self.failed: list[str] = []
         if isinstance(self._source, Prefetched):
-            for path, run, batch in self._iter_remote(self._source, paths):
-                self._mark_read(path)
-                if progress is not None:
-                    progress(1)
-                yield [path], [run], Batches.of([batch])
+            yield from self._iter_remote(self._source, paths, progress, window, copies)
             return
         files = [self._open[p] for p in paths]
         left = [
             max(f.size - getattr(f.reader, "offset", 0), 0) if f.reader is not None else f.size
             for f in files
         ]
+        if window is not None:
+            left = [min(n, window) for n in left]
         workers = pool_size(workers, len(paths), sum(left))
         tasks = plan(left, [f.spec.name for f in files], workers)
-        for start, readers, batches in read_tasks(
-            _Job(self, paths), tasks, workers, self.keep, progress
+        count = 0
+
+        def done(n: int) -> None:  # read_tasks counts each task's files: progress takes totals
+            nonlocal count
+            count += n
+            if progress is not None:
+                progress(count)
+
+        for start, readers, batches, capped in read_tasks(
+            _Job(self, paths, copies), tasks, workers, self.keep, done, light, window
         ):
             n = len(batches)
-            group = paths[start : start + n]
-            for k, path in enumerate(group):
-                f = self._open[path]
-                if readers is not None and self.keep:
-                    f.reader = readers[k]  # a worker's copy has the new offset
-                self._mark_read(path)
-            yield group, [f.run for f in files[start : start + n]], batches
+            yield (
+                paths[start : start + n],
+                [f.run for f in files[start : start + n]],
+                batches,
+                readers,
+                capped,
+            )
+
+    def commit(self, path: str, reader: FileReader | None, capped: bool = False) -> None:
+        """Take what was read of ``path`` by ``reader`` (kept, when this reader keeps its
+        readers; None: the reader kept read in place): it is not read again, but for what
+        is appended after, or what ``capped`` left."""
+        f = self._open.get(path)
+        if f is None:
+            return
+        if reader is not None and self.keep:
+            f.reader = reader
+        if capped:
+            f.read_at = -1
+            self._dirty.add(path)
+        else:
+            self._mark_read(path)
 
     def _mark_read(self, path: str) -> None:
         f = self._open[path]
         offset = getattr(f.reader, "offset", None)
         f.read_at = max(f.size, offset) if isinstance(offset, int) else f.size
+        if self.keep and self.unchanged(path):
+            self._dirty.discard(path)
 
     def _iter_remote(
-        self, source: Prefetched, paths: list[str]
-    ) -> Iterator[tuple[str, str, Batch]]:
-        """Fetch the files ahead, many at once, and decode each here in its turn; a reader
-        without a byte offset (or done with its file) reads from the store itself."""
-        jobs = []
-        for path in paths:
+        self,
+        source: Prefetched,
+        paths: list[str],
+        progress: Callable[[int], None] | None,
+        window: int | None,
+        copies: bool,
+    ) -> Iterator[tuple[list[str], list[str], Batches, Any, list[bool]]]:
+        """Fetch the files ahead, many at once, and decode each here in its turn (groups of
+        one); a reader without a byte offset (or done with its file) reads from the store
+        itself."""
+        from tallyboard.reading.fetch import url
+
+        job = _Job(self, paths, copies)
+        readers = [job.reader(i) for i in range(len(paths))]
+        jobs, ends = [], {}
+        for path, reader in zip(paths, readers):
             f = self._open[path]
-            reader = self._reader_of(path)
             offset = getattr(reader, "offset", None)
             if isinstance(offset, int) and f.size > offset and not getattr(reader, "dead", False):
-                jobs.append((path, offset, f.size))  # only what has grown: nothing else is asked
-        ahead = {path for path, _, _ in jobs}
-        fetched = fetch_ahead(self.fs, jobs)
+                end = f.size if window is None else min(f.size, offset + window)
+                jobs.append((path, offset, end))  # only what has grown: nothing else is asked
+                ends[path] = end
+        fetched = fetch_ahead(
+            self.fs, jobs, errors="yield" if self.keep else "raise", deadline=self.deadline
+        )
+        done = 0
         try:
-            for path in paths:
-                reader = self._reader_of(path)
-                if path in ahead:
+            for path, reader in zip(paths, readers):
+                f = self._open[path]
+                if path in ends:
                     j, data = next(fetched)
                     assert jobs[j][0] == path
+                    if isinstance(data, BaseException):
+                        self.failed.append(path)
+                        warnings.warn(
+                            f"{url(self.fs, path)}: could not be fetched ({data}); it is read"
+                            " again next time",
+                            ReadWarning,
+                            2,
+                        )
+                        continue
                     source.put(path, jobs[j][1], data)
                     del data
                     try:
@@ -649,6 +875,11 @@ class RunReader:
                         source.drop(path)
                 else:
                     batch = reader.read_new()
-                yield path, self._open[path].run, batch
+                done += 1
+                if progress is not None:
+                    progress(done)
+                capped = path in ends and ends[path] < f.size
+                kept = reader if (copies or f.reader is None) else None
+                yield [path], [f.run], Batches.of([batch]), [kept], [capped]
         finally:
             fetched.close()

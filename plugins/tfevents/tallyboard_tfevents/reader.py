@@ -28,6 +28,7 @@ is true (a graph written as a summary by TF2's ``trace_export``).
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -124,6 +125,8 @@ class EventFileReader(ChunkedFileReader):
                 crcs = np.ndarray((n - 3,), "<u4", data, 0, (1,))
                 ok = (lengths[go] == g_len[:m]) & (crcs[go + 8] == g_crc[:m])
                 k = m if ok.all() else int(np.argmin(ok))
+            if k and n - int(g_ends[k - 1]) < 12:  # nothing after them but a torn head
+                return g_offs[:k], int(g_ends[k - 1]), False, guess
             if k:
                 offs, used, bad = self._bounds(data, int(g_ends[k - 1]), g_offs[:k])
             else:
@@ -275,7 +278,7 @@ class EventFileReader(ChunkedFileReader):
     whole_limit: int = 8 << 20
 
     @classmethod
-    def read_many(cls, readers: Sequence[EventFileReader]) -> Batches:
+    def read_many(cls, readers: Sequence[EventFileReader], light: bool = False) -> Batches:
         """Read the new records of several event files in one pass.
 
         Each file's new bytes are read whole, its record bounds found on their own (guessed
@@ -286,29 +289,29 @@ class EventFileReader(ChunkedFileReader):
         file by file, as :meth:`read_new` would take them; every CRC is checked and every
         damaged record reported with its file and offset. A file with more new bytes than
         :attr:`whole_limit` is read by :meth:`read_new`.
+
+        ``light`` is for a listing (``tallyboard ls``): scalar records of a file laid out like
+        the file before it, whose tags and steps are the bytes of records already checked, are
+        taken without checking their own data CRC (their wall times and values unchecked);
+        every other record is checked as always.
         """
         parts: list[Batches] = []
         start = 0
         datas: list[bytes] = []
         files: list[int] = []  # reader index of each data
-        found: list[tuple[Any, int, bool]] = []
-        guess: tuple[Any, Any, Any, Any] | None = None
         for i, reader in enumerate(readers):
             if reader.dead:
                 continue
             data = reader._read_whole()
             if data is None:  # too large: read alone, in its turn (so warnings keep file order)
-                parts.append(cls._decode_files(readers[start:i], datas, files, found, start))
+                parts.append(cls._decode_files(readers[start:i], datas, files, start, light))
                 parts.append(Batches.of([reader.read_new()]))
-                start, datas, files, found = i + 1, [], [], []
+                start, datas, files = i + 1, [], []
                 continue
-            if not data:
-                continue
-            offs, used, bad, guess = reader._bounds_guessed(data, guess)
-            datas.append(data)
-            files.append(i)
-            found.append((offs, used, bad))
-        parts.append(cls._decode_files(readers[start:], datas, files, found, start))
+            if data:
+                datas.append(data)
+                files.append(i)
+        parts.append(cls._decode_files(readers[start:], datas, files, start, light))
         return Batches.concat(parts)
 
     @classmethod
@@ -317,90 +320,84 @@ class EventFileReader(ChunkedFileReader):
         readers: Sequence[EventFileReader],
         datas: list[bytes],
         files: list[int],
-        found: list[tuple[Any, int, bool]],
         first: int,
+        light: bool = False,
     ) -> Batches:
         """Decode the new bytes ``datas`` of the readers ``files`` (indexes, less ``first``,
-        into ``readers``) whose record bounds are ``found``, together."""
+        into ``readers``) together, then each file's other records in its turn."""
         import numpy as np
 
         out: list[Batch | None] = [None] * len(readers)
         files = [i - first for i in files]
         if not datas:
             return Batches(out)
-        sizes = np.fromiter(map(len, datas), np.int64, len(datas))
-        bases = np.cumsum(sizes) - sizes
-        counts = np.fromiter((len(o) for o, _, _ in found), np.int64, len(found))
-        used = np.fromiter((u for _, u, _ in found), np.int64, len(found))
-        buf = datas[0] if len(datas) == 1 else b"".join(datas)
-        del datas
-        offs = np.concatenate([o for o, _, _ in found]) + np.repeat(bases, counts)
-        stop = np.empty(len(offs), np.int64)  # payload ends: the next record's start - 4 ...
-        stop[:-1] = offs[1:] - 4
-        has = counts > 0
-        stop[(np.cumsum(counts) - 1)[has]] = (bases + used - 4)[has]  # ... or the file's end
-        crc_ok, fast, names, cols = _decode_records(buf, offs, stop)
-        fast_of = np.bincount(np.repeat(np.arange(len(found)), counts)[fast], minlength=len(found))
-        fast_starts = np.cumsum(fast_of) - fast_of
-        slow = np.flatnonzero(~fast).tolist()
-        keep = None  # shared scalar rows kept (None: all)
-        k = rec_start = 0
+        group = _Group([readers[i] for i in files], datas, light)
+        codes, steps, walls, values = [], [], [], []
+        fast_of = np.zeros(len(readers), np.int64)
+        remap_names = group.names
         for j, i in enumerate(files):
-            reader = readers[i]
-            base, rec_stop = int(bases[j]), rec_start + int(counts[j])
+            reader, data = readers[i], datas[j]
+            offs, used, bad = group.found[j]
+            ok, fast, cols = group.results(j)
             batch: Batch | None = None
             slow_scalars: list[int] = []  # the record of each scalar decoded one by one
-            while k < len(slow) and slow[k] < rec_stop:
-                idx = slow[k]
-                k += 1
+            for idx in group.slow(j):
                 start = int(offs[idx])
-                payload = buf[start + 12 : int(stop[idx])]
-                if crc_ok[idx] and payload[:1] == b"\x09" and payload[9:] in _NO_VALUE:
+                stop = int(offs[idx + 1]) - 4 if idx + 1 < len(offs) else used - 4
+                payload = data[start + 12 : stop]
+                good = bool(ok[idx])
+                if good and payload[:1] == b"\x09" and payload[9:] in _NO_VALUE:
                     continue  # a header event (file_version) met before: nothing in it
                 if batch is None:
                     batch = Batch()
-                if not crc_ok[idx]:
-                    warn_corrupt(
-                        reader.path, reader.offset + start - base, "bad data CRC; record skipped"
-                    )
+                if not good:
+                    warn_corrupt(reader.path, reader.offset + start, "bad data CRC; record skipped")
                     continue
                 had = len(batch.tags)
-                reader._slow(payload, start - base, batch)
+                reader._slow(payload, start, batch)
                 slow_scalars.extend([idx] * (len(batch.tags) - had))
-            n_fast, first = int(fast_of[j]), int(fast_starts[j])
+            n_fast = len(cols[0])
             if batch is not None and slow_scalars and n_fast:
                 # scalars decoded both ways in one file: merged in record order, its own column
-                fast_recs = np.flatnonzero(fast[rec_start:rec_stop]) + rec_start
-                part = [c[first : first + n_fast] for c in cols]
-                _merge_in_order(batch, names, part, fast_recs, slow_scalars)
-                if keep is None:
-                    keep = np.ones(len(cols[0]), bool)
-                keep[first : first + n_fast] = False
-                fast_of[j] = 0
-            _, f_used, bad = found[j]
+                _merge_in_order(batch, remap_names, cols, np.flatnonzero(fast), slow_scalars)
+            elif n_fast:
+                codes.append(cols[0])
+                steps.append(cols[1])
+                walls.append(cols[2])
+                values.append(cols[3])
+                fast_of[i] = n_fast
             if bad:
                 warn_corrupt(
                     reader.path,
-                    reader.offset + f_used,
+                    reader.offset + used,
                     "bad length CRC; the rest of the file is skipped",
                 )
                 reader.dead = True
-            reader.offset += f_used
+            reader.offset += used
+            reader._need = group.need[j]
             reader._check_need()
             out[i] = batch
-            rec_start = rec_stop
-        if keep is not None:
-            cols = [c[keep] for c in cols]
-        per_reader = np.zeros(len(readers), np.int64)
-        per_reader[np.array(files, np.int64)] = fast_of
-        return Batches(out, names, cols[0], cols[1], cols[2], cols[3], per_reader)
+        if not codes:
+            return Batches(out, remap_names, *_empty_columns(), fast_of)
+        return Batches(
+            out,
+            remap_names,
+            np.concatenate(codes),
+            np.concatenate(steps),
+            np.concatenate(walls),
+            np.concatenate(values),
+            fast_of,
+        )
 
     def _read_whole(self) -> bytes | None:
         """The file's bytes from :attr:`offset` to its end, or None when they are more than
         :attr:`whole_limit` (or the size cannot be told): then :meth:`read_new` reads it."""
+        limit = (
+            self.whole_limit if self.read_limit is None else min(self.whole_limit, self.read_limit)
+        )
         with self.fs.open(self.path, "rb") as f:
             size = _size_of(f)
-            if size is None or size - self.offset > self.whole_limit:
+            if size is None or size - self.offset > limit:
                 return None
             if size <= self.offset:
                 return b""
@@ -586,7 +583,32 @@ class EventFileReader(ChunkedFileReader):
             return None
 
 
+#: records checked and decoded at once: the temporaries of a slice take about 200 bytes a record.
+_SLICE = 1 << 15
+
+
 def _decode_records(data: bytes, offs: Any, stop: Any) -> tuple[Any, Any, list[str], list[Any]]:
+    """:func:`_decode_slice` over slices of :data:`_SLICE` records, so the temporaries stay
+    small whatever the number of records; the results joined (tag codes into one list)."""
+    import numpy as np
+
+    r = len(offs)
+    if r <= _SLICE:
+        return _decode_slice(data, offs, stop)
+    index: dict[str, int] = {}
+    crc_ok, fast, codes, cols = [], [], [], []
+    for a in range(0, r, _SLICE):
+        ok, f, names, c = _decode_slice(data, offs[a : a + _SLICE], stop[a : a + _SLICE])
+        crc_ok.append(ok)
+        fast.append(f)
+        remap = np.array([index.setdefault(n, len(index)) for n in names], np.int32)
+        codes.append(remap[c[0]] if len(names) else c[0])
+        cols.append(c[1:])
+    joined = [np.concatenate(codes)] + [np.concatenate(parts) for parts in zip(*cols)]
+    return np.concatenate(crc_ok), np.concatenate(fast), list(index), joined
+
+
+def _decode_slice(data: bytes, offs: Any, stop: Any) -> tuple[Any, Any, list[str], list[Any]]:
     """Check and decode the records starting at ``offs`` (payloads end at ``stop``) of
     ``data`` at once: ``(crc_ok, fast, names, cols)``, where ``crc_ok`` says which data CRCs
     hold, ``fast`` which records are good scalar Events of the common layout, and ``cols``
@@ -613,14 +635,18 @@ def _decode_records(data: bytes, offs: Any, stop: Any) -> tuple[Any, Any, list[s
     w0, w1 = word(p), word(p + 8)
     has_step = (w1 >> 8) & 0xFF == 0x10
     cand = (w0 & 0xFF == 0x09) & (has_step | ((w1 >> 8) & 0xFF == 0x2A))
+    wall_all = (w0 >> 8) | (w1 << 56)
+    del w0, w1
     # the step varint (up to 8 bytes; longer ones take the slow path)
     vw = word(p + 10)
     term = ~vw & 0x8080808080808080
     lsb = term & (~term + np.uint64(1))
+    del term
     klen = np.frexp(lsb.astype(np.float64))[1] // 8  # bytes of the varint, 0: over 8
     klen[~has_step] = 0
     cand &= ~has_step | (klen > 0)
     kept = vw & ((lsb << np.uint64(1)) - np.uint64(1))
+    del vw, lsb
     step = kept & 0x7F
     for j in range(1, int(klen.max(initial=0))):
         step |= (kept >> j) & (0x7F << (7 * j))
@@ -638,6 +664,7 @@ def _decode_records(data: bytes, offs: Any, stop: Any) -> tuple[Any, Any, list[s
         & (tl + 9 < 0x80)
         & (u8[np.minimum(q + 6 + tl, n - 1)] == 0x15)
     )
+    del wq, head
     c_idx = np.flatnonzero(cand)
     crc_ok = np.zeros(r, bool)
     other = np.flatnonzero(~cand)
@@ -671,10 +698,20 @@ def _decode_records(data: bytes, offs: Any, stop: Any) -> tuple[Any, Any, list[s
         for i in reps.tolist():
             at = int(qc[sel[i]])
             names.append(data[at : at + length].decode("utf-8", "replace"))
-    wall_bits, value_bits = w0[c_idx] >> 8 | (w1[c_idx] << 56), None
-    value_bits = np.ndarray((n - 3,), "<u4", data, 0, (1,))[stop[c_idx] - 4]
+    wall_bits = wall_all[c_idx]
+    del wall_all
+    tail = words[stop[c_idx] - 4]  # the value, then the stored data CRC
+    value_bits = (tail & 0xFFFFFFFF).astype(np.uint32)
     good = _layout_crcs(
-        data, p[c_idx], stop[c_idx], klen[c_idx], codes, wall_bits, kept[c_idx], value_bits
+        data,
+        p[c_idx],
+        stop[c_idx],
+        klen[c_idx],
+        codes,
+        wall_bits,
+        kept[c_idx],
+        value_bits,
+        tail >> 32,
     )
     crc_ok[c_idx] = good
     fast = np.zeros(r, bool)
@@ -700,10 +737,11 @@ def _layout_crcs(
     wall: Any,
     step: Any,
     value: Any,
+    stored: Any,
 ) -> Any:
     """Whether the data CRC of each scalar record of the common layout holds (payloads from
     ``p`` to ``stop``; the step varint ``klen`` bytes long, 0 when absent; the tag's code; the
-    wall time, step varint and value bytes as integers).
+    wall time, step varint and value bytes as integers; the stored, masked CRC).
 
     Records of one tag and step length hold the same bytes but those three fields, so with
     ``t`` the first such record, ``crc(x) = crc(t) ^ crc0(x ^ t)``, where ``crc0`` (CRC-32C
@@ -716,11 +754,14 @@ def _layout_crcs(
     good = np.zeros(len(p), bool)
     if not len(p):
         return good
-    stored = np.ndarray((len(data) - 3,), "<u4", data, 0, (1,))[stop]
     key = klen.astype(np.int64) * (int(codes.max()) + 1) + codes
-    order = np.argsort(key, kind="stable")
-    bounds = np.flatnonzero(np.diff(key[order])) + 1
-    for g in np.split(order, bounds):
+    present = np.flatnonzero(np.bincount(key))
+    if len(present) <= 8:  # a few groups: one pass each beats a sort
+        groups = [np.flatnonzero(key == v) for v in present.tolist()]
+    else:
+        order = np.argsort(key, kind="stable")
+        groups = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
+    for g in groups:
         t = int(g[0])
         size = int(stop[t] - p[t])
         k = int(klen[t])
@@ -743,6 +784,324 @@ def _layout_crcs(
         c = crc.astype(np.uint64)
         good[g] = (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF == stored[g]
     return good
+
+
+def _empty_columns() -> tuple[Any, Any, Any, Any]:
+    import numpy as np
+
+    return (
+        np.empty(0, np.int32),
+        np.empty(0, np.int64),
+        np.empty(0, np.float64),
+        np.empty(0, np.float64),
+    )
+
+
+class _Group:
+    """The record bounds and decoded records of several files read whole, found together.
+
+    A file the same size as the file before it that was laid out on its own (its
+    *template*), whose bytes equal the template's everywhere but in the wall times, values
+    and data CRCs of the template's scalar records (and in the bytes of its other records,
+    decoded one by one anyway), has the template's record bounds and scalar records of the
+    same tags and steps, as the runs of a sweep do: it costs a comparison of its bytes, a read
+    of its wall times and values, and a table lookup per pair of bytes that differ to check
+    each record's CRC against the template record's (:func:`_template_crcs`). Every other file
+    has its bounds found by :meth:`EventFileReader._bounds_guessed` and its records decoded by
+    :func:`_decode_records`, all such files at once. ``light``: the CRCs of the scalar records
+    of files laid out as their template are taken as good, unchecked (a listing's read).
+
+    For file ``j``: :attr:`found` ``[j]`` its ``(record starts, end of whole records, bad
+    length CRC)``, :attr:`need` ``[j]`` the size of the torn record it ends with (0: none),
+    :meth:`results` its per-record CRC and scalar flags and scalar columns (tag codes into
+    :attr:`names`), :meth:`slow` its other records.
+    """
+
+    def __init__(self, readers: list[EventFileReader], datas: list[bytes], light: bool) -> None:
+        n = len(datas)
+        self.found: list[Any] = [None] * n
+        self.need = [0] * n
+        self._ok: list[Any] = [None] * n
+        self._fast: list[Any] = [None] * n
+        self._cols: list[Any] = [None] * n
+        self._slow: list[list[int]] = [[]] * n
+        self._index: dict[str, int] = {}
+        # each file's template: -1 the layout of the last group read (this thread's), j itself
+        # (laid out on its own), or the index of the file before it that it may be laid out as
+        last: _Layout | None = getattr(_LAST, "layout", None)
+        template = list(range(n))
+        guess = None
+        t = -1 if last is not None else None
+        for j, data in enumerate(datas):
+            if t is not None and len(data) == (last.size if t < 0 else len(datas[t])):  # type: ignore[union-attr]
+                template[j] = t
+                continue
+            self._bound(readers[j], j, data, guess)
+            guess = self._guess if self._guess is not None else guess
+            t = j if self._can_template(j) else None
+        heads = [j for j in range(n) if template[j] == j]
+        self._general(heads, datas)
+        layouts: dict[int, _Layout] = {}
+        unmatched: list[int] = []
+        j = 0
+        while j < n:
+            if template[j] == j:
+                j += 1
+                continue
+            t, k = template[j], j
+            while k < n and template[k] == t:
+                k += 1
+            if t < 0:
+                layout = last
+            else:
+                layout = layouts.get(t)
+                if layout is None:
+                    layout = layouts[t] = _Layout(
+                        datas[t],
+                        self.found[t],
+                        self.need[t],
+                        self._fast[t],
+                        self._cols[t],
+                        self.names,
+                    )
+            assert layout is not None
+            unmatched.extend(self._alike(layout, list(range(j, k)), datas, light))
+            j = k
+        for j in unmatched:
+            self._bound(readers[j], j, datas[j], None)
+        self._general(unmatched, datas)
+        kept = heads[-1] if heads and self._can_template(heads[-1]) else None
+        if kept is not None and len(datas[kept]) <= _Layout.max_size:
+            _LAST.layout = layouts.get(kept) or _Layout(
+                datas[kept],
+                self.found[kept],
+                self.need[kept],
+                self._fast[kept],
+                self._cols[kept],
+                self.names,
+            )
+
+    _guess: Any = None
+
+    def _can_template(self, t: int) -> bool:
+        found = self.found[t]
+        return found is not None and not found[2] and len(found[0]) > 0
+
+    def _bound(self, reader: EventFileReader, j: int, data: bytes, guess: Any) -> None:
+        offs, used, bad, self._guess = reader._bounds_guessed(data, guess)
+        self.found[j] = (offs, used, bad)
+        self.need[j], reader._need = reader._need, 0
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._index)
+
+    def results(self, j: int) -> tuple[Any, Any, list[Any]]:
+        return self._ok[j], self._fast[j], self._cols[j]
+
+    def slow(self, j: int) -> list[int]:
+        return self._slow[j]
+
+    def _general(self, files: list[int], datas: list[bytes]) -> None:
+        """Decode the records of ``files`` by :func:`_decode_records`, all at once."""
+        import numpy as np
+
+        files = [j for j in files if len(self.found[j][0])]
+        if not files:
+            for j in range(len(datas)):
+                if self._ok[j] is None and self.found[j] is not None and not len(self.found[j][0]):
+                    self._set_empty(j)
+            return
+        sizes = np.array([len(datas[j]) for j in files], np.int64)
+        bases = np.cumsum(sizes) - sizes
+        counts = np.array([len(self.found[j][0]) for j in files], np.int64)
+        used = np.array([self.found[j][1] for j in files], np.int64)
+        buf = datas[files[0]] if len(files) == 1 else b"".join(datas[j] for j in files)
+        offs = np.concatenate([self.found[j][0] for j in files]) + np.repeat(bases, counts)
+        stop = np.empty(len(offs), np.int64)  # payload ends: the next record's start - 4 ...
+        stop[:-1] = offs[1:] - 4
+        stop[np.cumsum(counts) - 1] = bases + used - 4  # ... or the file's end
+        ok, fast, names, cols = _decode_records(buf, offs, stop)
+        del buf
+        remap = np.array([self._index.setdefault(n, len(self._index)) for n in names], np.int32)
+        codes = remap[cols[0]] if len(names) else cols[0]
+        rec_at = np.concatenate([[0], np.cumsum(counts)]).tolist()
+        fast_at = np.concatenate([[0], np.cumsum(fast)[np.cumsum(counts) - 1]]).tolist()
+        for m, j in enumerate(files):
+            a, b = rec_at[m], rec_at[m + 1]
+            fa, fb = fast_at[m], fast_at[m + 1]
+            self._ok[j] = ok[a:b]
+            self._fast[j] = fast[a:b]
+            self._cols[j] = [codes[fa:fb], cols[1][fa:fb], cols[2][fa:fb], cols[3][fa:fb]]
+            self._slow[j] = np.flatnonzero(~fast[a:b]).tolist()
+        for j in range(len(datas)):
+            if self._ok[j] is None and self.found[j] is not None and not len(self.found[j][0]):
+                self._set_empty(j)
+
+    def _set_empty(self, j: int) -> None:
+        import numpy as np
+
+        self._ok[j] = np.zeros(0, bool)
+        self._fast[j] = np.zeros(0, bool)
+        self._cols[j] = list(_empty_columns())
+        self._slow[j] = []
+
+    def _alike(
+        self, layout: _Layout, members: list[int], datas: list[bytes], light: bool
+    ) -> list[int]:
+        """Decode the files ``members`` laid out as ``layout``; returns those that are not
+        (left for :meth:`_general`)."""
+        import numpy as np
+
+        size = layout.size
+        block = b"".join(datas[j] for j in members)
+        rows = np.frombuffer(block, np.uint8).reshape(len(members), size)
+        same = ~((rows != layout.ref) & layout.fixed).any(axis=1)
+        out = [j for j, alike in zip(members, same.tolist()) if not alike]
+        matched = [j for j, alike in zip(members, same.tolist()) if alike]
+        if not matched:
+            return out
+        m_rows = np.flatnonzero(same)
+        f_idx, slow_idx = layout.f_idx, layout.slow_idx
+        words = np.ndarray((len(block) - 7,), "<u8", block, 0, (1,))
+        shift = (m_rows * size)[:, None]
+        tp, te = layout.p[f_idx], layout.stop[f_idx]
+        wall_bits = words[tp[None, :] + shift + 1]
+        tail = words[te[None, :] + shift - 4]
+        value_bits = tail & np.uint64(0xFFFFFFFF)
+        if light:
+            ok = np.ones(wall_bits.shape, bool)
+        else:
+            ok = _template_crcs(
+                (te - tp)[None, :],
+                layout.tail >> 32,
+                wall_bits ^ layout.wall,
+                value_bits ^ (layout.tail & np.uint64(0xFFFFFFFF)),
+                tail >> 32,
+            )
+        walls = wall_bits.view(np.float64)
+        values = value_bits.astype(np.uint32).view(np.float32).astype(np.float64)
+        remap = np.array(
+            [self._index.setdefault(name, len(self._index)) for name in layout.names], np.int32
+        )
+        t_codes = remap[layout.codes] if len(layout.names) else layout.codes
+        t_steps = layout.steps
+        if len(slow_idx):  # the other records' CRCs, one by one, as _decode_records checks them
+            mv = memoryview(block)
+            starts = (shift + layout.p[slow_idx][None, :]).ravel()
+            stops = (shift + layout.stop[slow_idx][None, :]).ravel()
+            crc: Callable[[Any], int] = crc32c  # takes any buffer
+            c = np.fromiter(
+                map(crc, map(mv.__getitem__, map(slice, starts.tolist(), stops.tolist()))),
+                np.uint64,
+                len(starts),
+            )
+            stored = words[stops - 4] >> np.uint64(32)
+            slow_ok = ((((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF == stored).reshape(
+                len(matched), len(slow_idx)
+            )
+        slow_list = slow_idx.tolist()
+        n_rec = len(layout.offs)
+        found = (layout.offs, layout.used, False)
+        for m, j in enumerate(matched):
+            good = ok[m]
+            fast = np.zeros(n_rec, bool)
+            fast[f_idx] = good
+            rec_ok = fast.copy()
+            if len(slow_idx):
+                rec_ok[slow_idx] = slow_ok[m]
+            self.found[j] = found
+            self.need[j] = layout.need
+            self._ok[j] = rec_ok
+            self._fast[j] = fast
+            if good.all():
+                self._cols[j] = [t_codes, t_steps, walls[m], values[m]]
+                self._slow[j] = slow_list
+            else:  # a damaged record: one by one, where its CRC is reported
+                self._cols[j] = [t_codes[good], t_steps[good], walls[m][good], values[m][good]]
+                self._slow[j] = np.flatnonzero(~fast).tolist()
+        return out
+
+
+#: per thread: the layout of the last group of files read, the template of the next group's
+#: first files (the tasks of a sweep come one after another).
+_LAST = threading.local()
+
+
+class _Layout:
+    """A file laid out on its own and decoded, as the template of the files laid out alike:
+    its bytes, record bounds, torn tail, which records are scalars of the common layout (their
+    tag codes into ``names`` and steps), and the bytes that may differ in a file laid out
+    alike (the scalar records' wall times, values and CRCs; other records' payloads)."""
+
+    #: the largest file kept as the template of the next group.
+    max_size = 1 << 20
+
+    def __init__(
+        self, data: bytes, found: Any, need: int, fast: Any, cols: list[Any], names: list[str]
+    ) -> None:
+        import numpy as np
+
+        self.size = len(data)
+        self.offs: Any = found[0]
+        self.used: int = found[1]
+        self.need = need
+        self.ref: Any = np.frombuffer(data, np.uint8)
+        n_rec = len(self.offs)
+        self.stop: Any = np.empty(n_rec, np.int64)
+        self.stop[:-1] = self.offs[1:] - 4
+        self.stop[-1] = self.used - 4
+        self.p: Any = self.offs + 12
+        self.f_idx: Any = np.flatnonzero(fast)
+        self.slow_idx: Any = np.flatnonzero(~fast)
+        present = np.unique(cols[0]) if len(cols[0]) else np.empty(0, np.int32)
+        self.names = [names[i] for i in present.tolist()]
+        self.codes: Any = np.searchsorted(present, cols[0]).astype(np.int32)
+        self.steps: Any = cols[1]
+        free = np.zeros(self.size, bool)
+        fp, fe = self.p[self.f_idx], self.stop[self.f_idx]
+        free[(fp[:, None] + np.arange(1, 9)).ravel()] = True  # wall times
+        free[(fe[:, None] + np.arange(-4, 4)).ravel()] = True  # values and data CRCs
+        for i in self.slow_idx.tolist():  # other records: payload and data CRC
+            free[int(self.p[i]) : int(self.stop[i]) + 4] = True
+        self.fixed: Any = ~free
+        words = np.ndarray((self.size - 7,), "<u8", data, 0, (1,))
+        self.wall: Any = words[fp + 1]
+        self.tail: Any = words[fe - 4]
+
+
+def _template_crcs(length: Any, t_crc: Any, wall_diff: Any, value_diff: Any, stored: Any) -> Any:
+    """Whether each record's stored (masked) data CRC holds, for records that differ from a
+    checked record of the same payload ``length`` (its masked CRC ``t_crc``) only in their wall
+    time (``wall_diff``: the xor of the two, bytes 1-8 of the payload) and value
+    (``value_diff``: its last 4 bytes): the template's CRC corrected by a lookup per pair of
+    bytes that differ (CRC-32C without its initial value and final xor is linear). Arrays of
+    one shape (files x records); ``length`` and ``t_crc`` broadcast along the files."""
+    import numpy as np
+    from tallyboard.records.framing import _byte_table, _pair_table
+
+    c = (t_crc - np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF)  # unmask the template's CRC
+    crc = (((c >> np.uint64(17)) | (c << np.uint64(15))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    crc = np.broadcast_to(crc, wall_diff.shape).copy()
+    length = np.broadcast_to(length, wall_diff.shape)
+    for size in np.unique(length[0]).tolist():
+        cols = np.flatnonzero(length[0] == size)
+        part = crc[:, cols]
+        for diff, offset, width in ((wall_diff[:, cols], 1, 8), (value_diff[:, cols], size - 4, 4)):
+            for j in range(0, width, 2):
+                pair = (diff >> np.uint64(8 * j)) & np.uint64(0xFFFF)
+                if not pair.any():
+                    continue  # these bytes are the template's in every record
+                d = size - offset - j  # distance of the low byte from the payload's end
+                table = _pair_table(d)
+                if table is not None:
+                    part ^= table[pair.astype(np.intp)]
+                else:
+                    part ^= _byte_table(d)[(pair & np.uint64(0xFF)).astype(np.intp)]
+                    part ^= _byte_table(d - 1)[(pair >> np.uint64(8)).astype(np.intp)]
+        crc[:, cols] = part
+    m = crc.astype(np.uint64)
+    return (((m >> 15) | (m << 17)) + 0xA282EAD8) & 0xFFFFFFFF == stored
 
 
 def _merge_in_order(
