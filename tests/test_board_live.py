@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 from tallyboard import SummaryWriter
+from tallyboard.board import loader as loader_module
 from tallyboard.board import serve
 from tcp_proxy import Forwarder, s3fs_through
 from tensorboard.data.proto import data_provider_pb2 as pb
@@ -163,6 +164,7 @@ def test_memory_holds_the_samples_kept_not_the_file(
         for step in range(n):
             w.add_scalar("loss", step * 1e-3, step)
     size = sum(p.stat().st_size for p in (tmp_path / "big").iterdir())
+    monkeypatch.setattr(loader_module, "WINDOW", 128 << 10)
     (tmp_path / "warm").mkdir()
     warm, _ = provider(str(tmp_path / "warm"), reload=0)  # modules imported before tracing
     assert warm.wait_loaded(30)
@@ -298,7 +300,7 @@ def test_a_store_that_stalls_later_never_holds_a_request(stall_store: Any, provi
     start = time.monotonic()
     assert scalars(stub, timeout=5) == {("run", "loss"): [0]}  # the last data, at once
     assert time.monotonic() - start < 1
-    assert any("did not answer within" in p for p in server.loader.problems)
+    assert any("did not answer within 0.5 s" in p for p in server.loader.problems)
 
 
 def test_a_store_that_refuses_answers_with_its_status_and_message(

@@ -1,20 +1,22 @@
 """The provider's loader: reads what is new under the log dir, pass after pass, into the store.
 
-Each pass is one :meth:`tallyboard.Reader.poll` (the incremental reader ``tallyboard.read`` and
-``ls`` use too): it lists the log dir, says which runs appeared and which are gone, and reads
-only the files that grew, from the byte offset the last read stopped at (on a store, only the
-objects that changed are fetched). The runs gone are dropped from the store, the news put in.
+Each pass is one :meth:`tallyboard.Reader.iter_poll` (the incremental reader ``tallyboard.read``
+and ``ls`` use too): it lists the log dir, says which runs appeared and which are gone, and
+reads only the files that grew, from the byte offset the last read stopped at (on a store,
+only the bytes that changed are fetched), a window of :data:`WINDOW` bytes at a time. Each
+window goes into the store as it comes, so memory holds one window's values besides the points
+kept, and a long first load shows its runs as they arrive. Every call to a remote store runs
+under the deadline (the reader's), and a pass that shows no progress for twice the deadline
+(a local file system that hangs) is reported stalled too.
 
-A pass runs on its own thread, watched: a store that has given no sign of progress (a listing
-done, a file read) for ``deadline`` seconds is reported stalled. Requests arriving before the
-first pass is in wait for it (a deadline at most), so a page opened at once shows the runs.
-Until a listing first succeeds the service answers every request with the failure's status;
-afterwards it serves what it has while the store is away. A new pass never starts while a
-stalled one still waits on the store.
+Requests arriving before the first pass is in wait for it (a deadline at most, then they get
+what is there), so a page opened at once shows the runs. Until a listing first succeeds the service
+answers every request with the failure's status; afterwards it serves what it has while the
+store is away. A new pass never starts while a stalled one still waits on the store.
 
 Problems are logged once each (logger ``tallyboard.board``): a damaged record (the reader's
 warning, with file and offset; what is readable is shown), a value that cannot be shown, a
-failed or stalled listing or read (tried again next pass).
+failed or stalled listing or fetch (tried again next pass).
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from tallyboard.warn import ReadWarning
 
 log = logging.getLogger("tallyboard.board")
 
+#: Bytes of a file decoded at once (its values then go into the store, downsampled).
+WINDOW = 32 << 20
+
 
 def _status(exc: BaseException) -> str:
     """The gRPC status code name for a failure to list the log dir."""
@@ -41,39 +46,54 @@ def _status(exc: BaseException) -> str:
         isinstance(exc, ValueError) and "is not a directory" in str(exc)
     ):
         return "NOT_FOUND"
-    if isinstance(exc, _Stalled):
+    if isinstance(exc, TimeoutError):
         return "DEADLINE_EXCEEDED"
     return "UNAVAILABLE"
 
 
-class _Stalled(OSError):
-    """The store gave no sign of progress within the deadline."""
+class _Stalled(TimeoutError):
+    """A pass gave no sign of progress within twice the deadline."""
 
 
-class _Poll:
-    """One ``Reader.poll`` on its own thread, with the time of its last sign of progress."""
+class _Pass:
+    """One pass (a poll read into the store) on its own thread, with the time of its last sign
+    of progress."""
 
-    def __init__(self, reader: Reader | None, make: Any) -> None:
-        self.reader = reader
-        self.result: Any = None
+    def __init__(self, loader: Loader) -> None:
+        self.loader = loader
+        self.points = 0
         self.error: BaseException | None = None
         self.done = threading.Event()
         self.progress_at = time.monotonic()
         self.warnings: list[Any] = []
-        self._make = make
-        threading.Thread(target=self._run, name="tallyboard-board-poll", daemon=True).start()
+        self.failed: list[str] = []
+        threading.Thread(target=self._run, name="tallyboard-board-pass", daemon=True).start()
 
-    def _tick(self, files: int) -> None:
+    def _tick(self, files: int = 0) -> None:
         self.progress_at = time.monotonic()
 
     def _run(self) -> None:
+        loader = self.loader
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                if self.reader is None:
-                    self.reader = self._make()
-                    self.progress_at = time.monotonic()
-                self.result = self.reader.poll(progress=self._tick)
+                if loader._reader is None:
+                    loader._reader = Reader(loader.logdir, workers=1, deadline=loader.deadline)
+                    self._tick()
+                reader = loader._reader
+                news = reader.iter_poll(max_bytes=WINDOW, progress=self._tick)
+                first = next(news, None)  # the listing is done: runs added and removed known
+                self._tick()
+                loader._listed_once()
+                update = reader.last_update
+                loader._drop(set(update.removed))
+                if first is not None:
+                    self.points += loader.ingest.add(*first)
+                    del first
+                    for run, batch in news:
+                        self.points += loader.ingest.add(run, batch)
+                        self._tick()
+                self.failed = list(update.failed)
             self.warnings = caught
         except BaseException as exc:
             self.error = exc
@@ -90,7 +110,7 @@ class Loader:
         self.deadline = deadline
         self.ingest = Ingest(store, self.note)
         self._reader: Reader | None = None
-        self._poll: _Poll | None = None
+        self._pass: _Pass | None = None
         self._listed = threading.Event()
         self._listed_ok = False
         self._failure: tuple[str, str] | None = None
@@ -165,13 +185,9 @@ class Loader:
             self.started += 1
         points = 0
         try:
-            update = self._wait_poll()
+            points = self._wait_pass()
         except Exception as exc:
             self._failed(exc)
-        else:
-            if update is not None:
-                points = self._apply(update)
-                self._listed.set()  # the first pass is in: requests held for it go on
         with self._pass_done:
             self.last_points = points
             self.passes += 1
@@ -179,65 +195,49 @@ class Loader:
         log.debug("pass %d: %d values in %.3f s", self.passes, points, time.monotonic() - start)
         return points
 
-    def _make_reader(self) -> Reader:
-        return Reader(self.logdir, workers=1)
-
-    def _forget_listings(self) -> None:
-        """Drop the store's cached listings (fsspec shares one file system instance per store):
-        an object another client added to a known folder would be listed, then refused."""
-        import fsspec
-
-        fs = fsspec.core.url_to_fs(self.logdir)[0]
-        if not getattr(fs, "local_file", False) and hasattr(fs, "invalidate_cache"):
-            fs.invalidate_cache()
-
-    def _wait_poll(self) -> Any:
-        """The update of a poll, started now unless one is still waiting on the store (then
-        that one's, when it is done); None while it still waits. Raises :class:`_Stalled` when
-        it has shown no progress for the deadline, or what the poll raised."""
-        poll = self._poll
-        if poll is None or poll.done.is_set():
-            self._forget_listings()
-            poll = self._poll = _Poll(self._reader, self._make_reader)
-        while not poll.done.wait(min(0.1, self.deadline)):
-            idle = time.monotonic() - poll.progress_at
-            if idle > self.deadline:
+    def _wait_pass(self) -> int:
+        """Run a pass (unless a stalled one still runs: then wait for that one) and return the
+        values it put in. Raises what the pass raised, or :class:`_Stalled` when it has shown no
+        progress for twice the deadline."""
+        run = self._pass
+        if run is None or run.done.is_set():
+            run = self._pass = _Pass(self)
+        while not run.done.wait(0.05):
+            if time.monotonic() - run.progress_at > 2 * self.deadline:
                 raise _Stalled(
-                    f"the store did not answer within {self.deadline:g} s (no listing or read "
-                    "finished); still waiting for it"
+                    f"no listing or read finished for {2 * self.deadline:g} s; still waiting "
+                    "for the store"
                 )
-        self._reader = poll.reader
-        for w in poll.warnings:
+        for w in run.warnings:
             if issubclass(w.category, ReadWarning):
                 self.note(("warning", str(w.message)), str(w.message))
             else:  # another thread's (the capture is process-wide): shown as it would have been
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        if poll.error is not None:
-            raise poll.error
+        if run.error is not None:
+            raise run.error
+        self._noted.discard(("stalled",))
+        for path in run.failed:
+            self.note(("fetch", path), f"{path}: could not be read this pass (tried again next)")
+        self._listed.set()
+        return run.points
+
+    def _listed_once(self) -> None:
+        """A listing succeeded: from now on the service serves what the store holds."""
         self._listed_ok = True
         self._failure = None
-        return poll.result
 
-    def _failed(self, exc: BaseException) -> None:
-        message = f"{self.logdir}: {exc}"
-        if not self._listed_ok:
-            self._failure = (_status(exc), message)
-        key = ("stalled",) if isinstance(exc, _Stalled) else ("failed", message)
-        self.note(key, f"{message} (tried again next pass)")
-        self._listed.set()
-
-    def _apply(self, update: Any) -> int:
-        """Drop the runs gone, put the news in; the batches are let go one by one."""
-        gone = set(update.removed)
+    def _drop(self, gone: set[str]) -> None:
+        """Stop serving the runs whose files are all gone."""
         if gone:
             self.store.drop_runs(gone)
             for run in gone:
                 self.ingest.forget(run)
             log.info("runs gone from %s: %s", self.logdir, ", ".join(sorted(gone)))
-        self._noted.discard(("stalled",))
-        points = 0
-        batches = update.batches
-        update.batches = {}
-        for run in list(batches):
-            points += self.ingest.add(run, batches.pop(run))
-        return points
+
+    def _failed(self, exc: BaseException) -> None:
+        message = f"{self.logdir}: {exc}"
+        if not self._listed_ok:
+            self._failure = (_status(exc), message)
+        key = ("stalled",) if isinstance(exc, TimeoutError) else ("failed", message)
+        self.note(key, f"{message} (tried again next pass)")
+        self._listed.set()
