@@ -142,19 +142,37 @@ def _fail(command: str, message: str) -> int:
     return 1
 
 
-def _missing(command: str) -> str | None:
-    """Why the provider cannot run here (grpcio or TensorBoard missing or broken), or None."""
-    for module, what in [("grpc", "grpcio"), ("tensorboard.main", "TensorBoard")]:
+def _missing(command: str, load: bool) -> str | None:
+    """Why the provider cannot run here (grpcio or TensorBoard missing or broken), or None.
+    ``load=False`` only looks for the packages (``board`` starts TensorBoard before importing
+    anything heavy; a package that is there but broken is found when the provider starts)."""
+    import importlib.util
+
+    for module, what in [("grpc", "grpcio"), ("tensorboard", "TensorBoard")]:
         try:
+            if not load:
+                if importlib.util.find_spec(module) is None:
+                    raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+                continue
             require(module, "board", f"tallyboard {command}")
-        except MissingExtra as exc:
-            return str(exc)
+        except ModuleNotFoundError as exc:
+            if exc.name == module:
+                return str(MissingExtra(_extra_message(command, module)))
+            return _broken(what, exc)
         except ImportError as exc:  # there, but it does not import
-            return (
-                f"{what} is not installed or does not import ({exc}): "
-                'pip install "tallyboard[board]"'
-            )
+            return _broken(what, exc)
     return None
+
+
+def _extra_message(command: str, module: str) -> str:
+    return (
+        f"tallyboard {command} needs {module}, which is not installed: "
+        'pip install "tallyboard[board]" (from a checkout: pip install ".[board]")'
+    )
+
+
+def _broken(what: str, exc: BaseException) -> str:
+    return f'{what} is not installed or does not import ({exc}): pip install "tallyboard[board]"'
 
 
 def _start_provider(args: Any, command: str, host: str, port: int) -> Any:
@@ -207,7 +225,7 @@ def cmd_serve(args: Any) -> int:
     _log_to_stderr("serve")
     if not paths.is_url(args.logdir) and not os.path.isdir(args.logdir):
         return _fail("serve", f"logdir {args.logdir!r} is not a directory")
-    missing = _missing("serve")
+    missing = _missing("serve", load=True)
     if missing:
         return _fail("serve", missing)
     try:
@@ -279,12 +297,10 @@ def tensorboard_command(
 
 def cmd_board(args: Any, extra: list[str]) -> int:
     """``tallyboard board``: the provider and TensorBoard, until Ctrl-C or either stops."""
-    from tallyboard.board.server import is_loopback
-
     _log_to_stderr("board")
     if not paths.is_url(args.logdir) and not os.path.isdir(args.logdir):
         return _fail("board", f"logdir {args.logdir!r} is not a directory")
-    missing = _missing("board")
+    missing = _missing("board", load=False)
     if missing:
         return _fail("board", missing)
     provider_port = _free_port()
@@ -292,12 +308,6 @@ def cmd_board(args: Any, extra: list[str]) -> int:
         args.logdir, f"{HOST}:{provider_port}", args.host, args.port or _free_port(), extra
     )
     port = int(cmd[cmd.index("--port") + 1])
-    if not is_loopback(args.host):
-        print(
-            f"tallyboard board: warning: TensorBoard listens on {args.host}, not loopback: "
-            f"anyone who can reach this machine can see every run under {args.logdir}",
-            file=sys.stderr,
-        )
     # TensorBoard starts first, before this process runs any thread (the provider's), so the
     # hook that ties its life to ours runs safely between fork and exec.
     proc = subprocess.Popen(
@@ -305,11 +315,22 @@ def cmd_board(args: Any, extra: list[str]) -> int:
         start_new_session=True,
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,  # noqa: PLW1509
     )
+    from tallyboard.board.server import is_loopback
+
+    if not is_loopback(args.host):
+        print(
+            f"tallyboard board: warning: TensorBoard listens on {args.host}, not loopback: "
+            f"anyone who can reach this machine can see every run under {args.logdir}",
+            file=sys.stderr,
+        )
     server = None
     try:
         with _sigterm_stops():
             try:
                 server = _start_provider(args, "board", HOST, provider_port)
+            except ImportError as exc:  # TensorBoard or grpcio there, but broken
+                _stop(proc)
+                return _fail("board", _broken("TensorBoard or grpcio", exc))
             except (OSError, ValueError, TypeError) as exc:
                 _stop(proc)
                 return _fail("board", str(exc))
