@@ -142,7 +142,8 @@ class Servicer(pb_grpc.TensorBoardDataProviderServicer):  # type: ignore[misc]
     # -- experiment, plugins, runs -----------------------------------------------------------
 
     def GetExperiment(self, req: Any, context: Any) -> Any:  # noqa: N802 (the proto's name)
-        self._ready(context)
+        # Not held for the first pass: TensorBoard asks it before it serves its page, which
+        # can then load while the runs are read.
         res = pb.GetExperimentResponse(data_location=self.logdir)
         starts = [r.start_time for r in self.store.runs.values() if r.start_time is not None]
         if starts:
