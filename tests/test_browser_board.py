@@ -392,20 +392,6 @@ def test_graphs(page: Any, local: Any, tmp_path: Path) -> None:
     run_check(page, "graphs", tmp_path, body)
 
 
-def test_projector_reads_the_local_files(page: Any, local: Any, tmp_path: Path) -> None:
-    from playwright.sync_api import expect
-
-    def body() -> None:
-        goto(page, local, "projector")
-        proj = page.frame_locator("iframe").frame_locator("iframe")
-        expect(
-            proj.locator("vz-projector-data-panel").get_by_text("1 tensor found")
-        ).to_be_visible()
-        expect(proj.locator("vz-projector .dim")).to_have_text("4")
-
-    run_check(page, "projector", tmp_path, body)
-
-
 def test_values_appended_while_open_appear(
     page: Any, local: Any, logs: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
@@ -449,8 +435,22 @@ def test_s3_every_format_draws(
     run_check(page, "s3", tmp_path, body)
 
 
-# Last: three.js keeps animating a mesh canvas after its tab is left, which slows every page
-# loaded after it on a busy machine.
+# Last: the projector and mesh draw with three.js, which keeps animating after their tab is
+# left and slows every page loaded after them on a busy machine.
+
+
+def test_projector_reads_the_local_files(page: Any, local: Any, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    def body() -> None:
+        goto(page, local, "projector")
+        proj = page.frame_locator("iframe").frame_locator("iframe")
+        expect(
+            proj.locator("vz-projector-data-panel").get_by_text("1 tensor found")
+        ).to_be_visible()
+        expect(proj.locator("vz-projector .dim")).to_have_text("4")
+
+    run_check(page, "projector", tmp_path, body)
 
 
 def test_mesh(page: Any, local: Any, tmp_path: Path) -> None:
