@@ -1,6 +1,8 @@
 """Reading sweeps: tallyboard.read vs RustBoard (gRPC), EventAccumulator and tbparse, one process.
 
-``python bench/bench_read_sweep.py [case ...] [--repeats N] [--slow-repeats N] [--skip NAME]``
+``python bench/bench_read_sweep.py [case ...] [--repeats N] [--slow-repeats N] [--rustboard-repeats N]
+[--rustboard-timeout SECONDS] [--skip NAME]`` (a RustBoard that has not loaded the tree within
+the timeout is reported with how many runs it had loaded, and left out of the table)
 (NAME: ``eventaccumulator``, ``tbparse``, ``rustboard``, ``ls``, ``export``, ``incremental``:
 leave that reader or measure out). Cases (default: ``file-1m runs-1k runs-10k runs-100k s3-1k``):
 
@@ -61,6 +63,14 @@ from common import fresh_dir  # noqa: E402
 TAGS3 = ("loss", "accuracy", "lr")
 #: RustBoard's peak resident memory in its last run (kB), read from /proc before it stops.
 RUSTBOARD_PEAK: list[int] = []
+#: rounds RustBoard takes part in (None: every round); fewer for trees it loads for minutes.
+RUSTBOARD_REPEATS: list[int | None] = [None]
+#: seconds RustBoard is given to load a tree (None: as long as it takes).
+RUSTBOARD_TIMEOUT: list[float | None] = [None]
+
+
+class NotLoaded(Exception):
+    """RustBoard had not loaded the tree within ``--rustboard-timeout``."""
 
 
 def _header(wall: float) -> bytes:
@@ -165,10 +175,15 @@ def _peak_kb(pid: int) -> int:
     return 0
 
 
-def rustboard(expected: int, series: int, last_step: int, checksum: bool) -> Callable[[str], Any]:
+def rustboard(
+    expected: int, series: int, last_step: int, checksum: bool, sample: list[str] | None = None
+) -> Callable[[str], Any]:
     """A reader that starts RustBoard on the log dir and fetches every scalar over gRPC: it
     polls the cheap ``ListScalars`` until each of the ``series`` (run, tag) pairs has reached
-    ``last_step``, then reads every point (again, should a run be only partly loaded)."""
+    ``last_step``, then reads every point (again, should a run be only partly loaded). With
+    ``sample`` (run names), the listing asked for is of those runs only, until they are all
+    loaded (a listing of 100,000 runs takes seconds, and asking for it slows the loading);
+    reading every point then checks the rest."""
 
     def read(path: str) -> Any:
         import grpc
@@ -206,18 +221,32 @@ def rustboard(expected: int, series: int, last_step: int, checksum: bool) -> Cal
                     downsample=pb.Downsample(num_points=1 << 30),
                 )
                 listing = pb.ListScalarsRequest(plugin_filter=request.plugin_filter)
+                wanted = series
+                if sample:
+                    listing.run_tag_filter.runs.names.extend(sample)
+                    wanted = series * len(sample) // max(len(sample), expected_runs(series))
+                started = time.perf_counter()
                 while True:  # until loading has reached every point
                     listed = stub.ListScalars(listing)
                     done = sum(
                         t.metadata.max_step == last_step for r in listed.runs for t in r.tags
                     )
-                    if done < series:
+                    if done < wanted:
+                        limit = RUSTBOARD_TIMEOUT[0]
+                        if limit is not None and time.perf_counter() - started > limit:
+                            loaded = len(stub.ListRuns(pb.ListRunsRequest()).runs)
+                            raise NotLoaded(
+                                f"{loaded:,d} of {expected_runs(series):,d} runs loaded after"
+                                f" {limit:g} s"
+                            )
                         time.sleep(0.01)
                         continue
                     response = stub.ReadScalars(request)
                     got = sum(len(t.data.step) for r in response.runs for t in r.tags)
                     if got >= expected:
                         break
+                    wanted = series  # the sample was loaded before the rest: list them all
+                    listing = pb.ListScalarsRequest(plugin_filter=request.plugin_filter)
                     time.sleep(0.01)
                 runs, tags, steps, walls, values = [], [], [], [], []
                 for r in response.runs:
@@ -243,6 +272,11 @@ def rustboard(expected: int, series: int, last_step: int, checksum: bool) -> Cal
             proc.wait(10)
 
     return read
+
+
+def expected_runs(series: int) -> int:
+    """The runs of a sweep of ``series`` (run, tag) pairs."""
+    return series // len(TAGS3)
 
 
 def tallyboard_ls(path: str) -> list[Any]:
@@ -353,6 +387,8 @@ class MotoS3:
 def report(case: str, results: dict[str, list[float]], rows: dict[str, int], base: str) -> None:
     ref = statistics.median(results[base])
     for name, times in results.items():
+        if not times:
+            continue
         med = statistics.median(times)
         print(
             f"{case:9s} {name:34s} {rows.get(name, 0):>10,d} {len(times):>3d}"
@@ -365,20 +401,28 @@ def rounds(
     contenders: dict[str, Callable[[str], Any]], path: str, repeats: int, expected: int | None
 ) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Each round runs every contender once, in turn; their times by name, and the rows each
-    gave (checked against ``expected`` for tables)."""
+    gave (checked against ``expected`` for tables). RustBoard takes part in the first
+    ``--rustboard-repeats`` rounds only, when that is given."""
     times: dict[str, list[float]] = {name: [] for name in contenders}
     rows: dict[str, int] = {}
-    for _ in range(repeats):
+    for turn in range(repeats):
         for name, fn in contenders.items():
+            limit = RUSTBOARD_REPEATS[0]
+            if name.startswith("RustBoard") and limit is not None and turn >= limit:
+                continue
             t0 = time.perf_counter()
-            got = fn(path)
+            try:
+                got = fn(path)
+            except NotLoaded as exc:
+                print(f"  ({name}: not done: {exc})", flush=True)
+                continue
             times[name].append(time.perf_counter() - t0)
             if hasattr(got, "num_rows") or hasattr(got, "columns"):
                 rows[name] = len(got)
                 if expected is not None and rows[name] != expected:
                     raise AssertionError(f"{name} read {rows[name]} rows of {expected}")
             del got
-        print(f"  (round: { ({n: round(t[-1], 3) for n, t in times.items()}) })", flush=True)
+        print(f"  (round: { ({n: round(t[-1], 3) for n, t in times.items() if t}) })", flush=True)
     return times, rows
 
 
@@ -506,9 +550,12 @@ def run_case(case: str, repeats: int, slow_repeats: int, skip: set[str]) -> None
             runs, steps = 100_000, 10
         else:
             raise SystemExit(f"unknown case {case!r}")
+        sample = None
         if runs:
             expected = write_tree(root, runs, steps)
             series, last = runs * len(TAGS3), steps - 1
+            if runs > 10_000:  # every hundredth run, as the listing of all of them is slow
+                sample = [f"run{i:06d}" for i in range(0, runs, 100)]
         path = root
         if case == "s3-1k":
             with MotoS3() as s3:
@@ -527,9 +574,11 @@ def run_case(case: str, repeats: int, slow_repeats: int, skip: set[str]) -> None
         contenders: dict[str, Callable[[str], Any]] = {
             "tallyboard": read_tallyboard,
             "tallyboard workers=1": read_tallyboard_one_core,
-            "RustBoard gRPC": rustboard(expected, series, last, False),
-            "RustBoard gRPC --checksum": rustboard(expected, series, last, True),
+            "RustBoard gRPC": rustboard(expected, series, last, False, sample),
+            "RustBoard gRPC --checksum": rustboard(expected, series, last, True, sample),
         }
+        if sample:  # 100,000 runs take RustBoard long enough without its checksums
+            del contenders["RustBoard gRPC --checksum"]
         if runs and "ls" not in skip:
             contenders["tallyboard ls"] = tallyboard_ls
         if runs and "export" not in skip:
@@ -561,6 +610,10 @@ def main() -> None:
             repeats = int(args.pop(0))
         elif a == "--slow-repeats":
             slow_repeats = int(args.pop(0))
+        elif a == "--rustboard-repeats":
+            RUSTBOARD_REPEATS[0] = int(args.pop(0))
+        elif a == "--rustboard-timeout":
+            RUSTBOARD_TIMEOUT[0] = float(args.pop(0))
         elif a == "--skip":
             skip.add(args.pop(0).lower())
         else:

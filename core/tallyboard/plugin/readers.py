@@ -4,6 +4,10 @@ A reader plugin registers a :class:`ReaderSpec` whose ``matches(basename)`` says
 reads and whose ``open(fs, path, decoders)`` returns a :class:`FileReader`. The reader keeps its
 byte offset, so :meth:`FileReader.read_new` called again on a growing file yields only what was
 appended since; a torn last record is left for the next call. Core names no format.
+
+A reader class may also read many of its files in one call (``read_many``, returning
+:class:`Batches`): core then reads a sweep's small files in groups, a vectorised pass each.
+Readers without it are read file by file, as before.
 """
 
 from __future__ import annotations

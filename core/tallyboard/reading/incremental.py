@@ -80,7 +80,8 @@ class Reader:
     The first :meth:`poll` reads everything there is; each later one lists the tree again and
     reads only the files whose size changed, from the byte where the previous read stopped (a
     torn last record, a writer mid-record, is read again once complete). Every CRC is checked;
-    a corrupt record warns once (``tallyboard.ReadWarning``, with the file and byte offset) and
+    a corrupt record warns once (:class:`~tallyboard.plugin.readers.ReadWarning`, with the file
+    and byte offset) and
     is skipped. Runs are the directories holding readable files, named by their path relative to
     ``logdir`` (``"."`` for ``logdir`` itself), as :func:`tallyboard.read` names them.
 

@@ -1,7 +1,9 @@
 """Reading TensorBoard event files back, from any writer (torch, tensorboardX, TF, tallyboard).
 
 Files are read in chunks (:class:`tallyboard.plugin.readers.ChunkedFileReader`), so memory holds one
-chunk, not the file.
+chunk, not the file; many small files are read whole and decoded together
+(:meth:`EventFileReader.read_many`), and a file laid out like the file before it (a sweep's runs)
+is decoded from that file's layout (:class:`_Group`).
 Scalars take a fast path: record bounds are found in one pass (whole cycles of records checked
 at once with numpy when tags repeat in the same order every step), every CRC is checked with the
 C CRC-32C, and the common scalar ``Event`` (wall_time, step, one ``simple_value``) is decoded for
