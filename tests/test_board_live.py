@@ -218,11 +218,12 @@ def test_on_s3_only_new_objects_are_fetched(
 ) -> None:
     import boto3
 
-    with s3fs_through(_CountingGets, monkeypatch, "board") as (fs, proxy):
+    # moto keeps buckets per process: a name no other test uses
+    with s3fs_through(_CountingGets, monkeypatch, "board-live") as (fs, proxy):
         for run in ["r0", "r1", "r2"]:
-            with SummaryWriter(f"s3://board/logs/{run}") as w:
+            with SummaryWriter(f"s3://board-live/logs/{run}") as w:
                 w.add_scalar("loss", 1.0, 0)
-        server, stub = provider("s3://board/logs")
+        server, stub = provider("s3://board-live/logs")
         assert server.wait_loaded(60)
         assert sorted(scalars(stub)) == [("r0", "loss"), ("r1", "loss"), ("r2", "loss")]
         assert len(proxy.gets) == 3
@@ -238,10 +239,10 @@ def test_on_s3_only_new_objects_are_fetched(
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
         )
-        client.upload_file(str(tmp_path / "r1" / name), "board", f"logs/r1/{name}")
+        client.upload_file(str(tmp_path / "r1" / name), "board-live", f"logs/r1/{name}")
         assert server.wait_loaded(60)
         assert scalars(stub)[("r1", "loss")] == [0, 1], server.loader.problems
-        assert proxy.gets == [f"/board/logs/r1/{name}"]
+        assert proxy.gets == [f"/board-live/logs/r1/{name}"]
         server.stop()  # before the store goes
 
 
