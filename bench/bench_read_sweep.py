@@ -1,12 +1,15 @@
 """Reading sweeps: tallyboard.read vs RustBoard (gRPC), EventAccumulator and tbparse, one process.
 
-``python bench/bench_read_sweep.py [case ...] [--repeats N] [--slow-repeats N] [--skip NAME]``
-(NAME: ``eventaccumulator``, ``tbparse``, ``rustboard``: leave that reader out).
-Cases (default: all):
+``python bench/bench_read_sweep.py [case ...] [--repeats N] [--slow-repeats N] [--rustboard-repeats N]
+[--rustboard-timeout SECONDS] [--skip NAME]`` (a RustBoard that has not loaded the tree within
+the timeout is reported with how many runs it had loaded, and left out of the table)
+(NAME: ``eventaccumulator``, ``tbparse``, ``rustboard``, ``ls``, ``export``, ``incremental``:
+leave that reader or measure out). Cases (default: ``file-1m runs-1k runs-10k runs-100k s3-1k``):
 
 - ``file-1m``: one run, one file of 1,000,000 scalars (10 tags x 100,000 steps);
 - ``runs-1k``: 1,000 runs x 1,000 steps x 3 tags (1,000 files, 3,000,000 scalars);
 - ``runs-10k``: 10,000 runs x 100 steps x 3 tags (10,000 files, 3,000,000 scalars);
+- ``runs-100k``: 100,000 runs x 10 steps x 3 tags (100,000 files, 3,000,000 scalars);
 - ``s3-1k``: ``runs-1k`` on S3 (moto's server in its own process on 127.0.0.1), against s3fs
   fetching every file at once (``fs.cat``), which decodes nothing.
 
@@ -14,18 +17,35 @@ Every reader gives one table of every scalar (``run, tag, step, wall_time, value
 end to end (starting RustBoard, loading and fetching every point over gRPC included), and the row
 counts must agree. RustBoard is ``tensorboard-data-server`` with ``--reload once`` and every point
 kept (``--samples-per-plugin scalars=all``), run without and with ``--checksum`` (its default checks
-no CRC; tallyboard, EventAccumulator and tbparse check every one). The runs of a tree are copies of
-one file written by tallyboard's SummaryWriter (readers do not cache between files). Reported:
-mean, median and max (tail) of the repeats, in seconds, and each reader's median over tallyboard's;
-then the peak memory of tallyboard's read (traced, in one process) against the table it returns.
+no CRC; tallyboard, EventAccumulator and tbparse check every one). The runs of a sweep share their
+tags and steps, as a sweep's trials do, but each has its own wall times and values (the files are
+written record by record here, not copied). The contenders take turns: each round runs every one
+of them once, so a machine whose load changes weighs on all alike. Reported: mean, median and
+max (tail) of the rounds, in seconds, and each reader's median over tallyboard's.
+
+For sweeps, three more measures on the same tree, taking turns with the reads:
+
+- ``tallyboard ls`` (every run, tag, count, step range, last update; printed to /dev/null) and
+  ``tallyboard export --dataset`` into a fresh directory, beside ``read`` plus the same
+  partitioned Parquet write (``pyarrow.dataset.write_dataset``, one folder per run);
+- the incremental re-read: a ``tallyboard.Reader`` polled once (everything), then after 1% of
+  the runs grew by 10 steps (a different 1% each round), polled again: the time of that poll
+  against the first full ``read``; and a poll when nothing changed.
+
+Then the peak memory: tallyboard's read and ls traced in this process (workers=1) against the
+table, and the peak resident memory (``VmHWM``) of a fresh process reading the tree (workers=1)
+beside that of the RustBoard server.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -41,22 +61,74 @@ from bench_read import read_event_accumulator, read_tbparse  # noqa: E402
 from common import fresh_dir  # noqa: E402
 
 TAGS3 = ("loss", "accuracy", "lr")
+#: RustBoard's peak resident memory in its last run (kB), read from /proc before it stops.
+RUSTBOARD_PEAK: list[int] = []
+#: rounds RustBoard takes part in (None: every round); fewer for trees it loads for minutes.
+RUSTBOARD_REPEATS: list[int | None] = [None]
+#: seconds RustBoard is given to load a tree (None: as long as it takes).
+RUSTBOARD_TIMEOUT: list[float | None] = [None]
+
+
+class NotLoaded(Exception):
+    """RustBoard had not loaded the tree within ``--rustboard-timeout``."""
+
+
+def _header(wall: float) -> bytes:
+    """A file's first record, as TensorBoard's writers put it: the file version."""
+    from tallyboard.records.framing import frame
+
+    return frame(b"\x09" + struct.pack("<d", wall) + b"\x1a\x0dbrain.Event:2")
+
+
+def sweep_records(runs: int, steps: int, tags: tuple[str, ...], start_step: int = 0) -> Any:
+    """The scalar records of ``runs`` runs x ``steps`` steps x ``tags``, as the event files of
+    tallyboard's SummaryWriter hold them (``Event{wall_time, step, summary{value{tag,
+    simple_value}}}``, the step left out when 0), framed with their CRCs: a uint8 array of
+    ``runs`` equal slices, one per run. Every run has its own wall times and values."""
+    import numpy as np
+    from tallyboard.records.framing import frame_fixed, in_call_order, varint_columns
+
+    s = np.arange(start_step, start_step + steps, dtype=np.int64)
+    r = np.arange(runs, dtype=np.int64)
+    keys = []
+    for step in s.tolist():
+        width = 0 if step == 0 else (step.bit_length() + 6) // 7
+        for k in range(len(tags)):
+            keys.append((k, width))
+    order_keys = keys * runs
+    n = steps * len(tags)
+    # per record, in call order: run, step, tag index
+    run_of = np.repeat(r, n)
+    step_of = np.tile(np.repeat(s, len(tags)), runs)
+    tag_of = np.tile(np.tile(np.arange(len(tags)), steps), runs)
+    wall = 1.7e9 + run_of * 3.7 + step_of * 0.25 + tag_of * 1e-3
+    value = (np.sin(run_of * 0.1 + step_of * 0.01) + tag_of).astype(np.float32)
+
+    def group(key: tuple[int, int], idx: Any) -> Any:
+        k, width = key
+        tag = tags[k].encode()
+        step_field = b"" if width == 0 else b"\x10" + b"\x00" * width
+        inner = b"\x0a" + bytes([len(tag)]) + tag + b"\x15" + b"\x00" * 4
+        summary = b"\x0a" + bytes([len(inner)]) + inner
+        payload = b"\x09" + b"\x00" * 8 + step_field + b"\x2a" + bytes([len(summary)]) + summary
+        fields = [(1, wall[idx]), (len(payload) - 4, value[idx])]
+        if width:
+            fields.append((10, varint_columns(step_of[idx].astype(np.uint64), width)))
+        return frame_fixed(payload, fields)
+
+    data = in_call_order(order_keys, group)
+    return np.frombuffer(data, np.uint8).reshape(runs, -1)
 
 
 def write_tree(root: str, runs: int, steps: int, tags: tuple[str, ...] = TAGS3) -> int:
     """``runs`` run directories each holding one event file of ``steps`` x ``tags`` scalars."""
-    from tallyboard import SummaryWriter
-
-    first = os.path.join(root, "run00000")
-    with SummaryWriter(first) as w:
-        for s in range(steps):
-            for k, tag in enumerate(tags):
-                w.add_scalar(tag, 1.0 / (s + 1) + k, s)
-    (name,) = os.listdir(first)
-    for i in range(1, runs):
-        d = os.path.join(root, f"run{i:05d}")
+    per_run = sweep_records(runs, steps, tags)
+    for i in range(runs):
+        d = os.path.join(root, f"run{i:06d}")
         os.makedirs(d)
-        shutil.copyfile(os.path.join(first, name), os.path.join(d, name))
+        with open(os.path.join(d, "events.out.tfevents.1700000000.sweep"), "wb") as fh:
+            fh.write(_header(1.7e9 + i * 3.7))
+            fh.write(per_run[i].tobytes())
     return runs * steps * len(tags)
 
 
@@ -92,10 +164,26 @@ def _port_written(path: str) -> bool:
     return os.path.exists(path) and Path(path).read_text().endswith("\n")
 
 
-def rustboard(expected: int, series: int, last_step: int, checksum: bool) -> Callable[[str], Any]:
+def _peak_kb(pid: int) -> int:
+    """A process's peak resident memory (``VmHWM``) in kB, 0 when it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def rustboard(
+    expected: int, series: int, last_step: int, checksum: bool, sample: list[str] | None = None
+) -> Callable[[str], Any]:
     """A reader that starts RustBoard on the log dir and fetches every scalar over gRPC: it
     polls the cheap ``ListScalars`` until each of the ``series`` (run, tag) pairs has reached
-    ``last_step``, then reads every point (again, should a run be only partly loaded)."""
+    ``last_step``, then reads every point (again, should a run be only partly loaded). With
+    ``sample`` (run names), the listing asked for is of those runs only, until they are all
+    loaded (a listing of 100,000 runs takes seconds, and asking for it slows the loading);
+    reading every point then checks the rest."""
 
     def read(path: str) -> Any:
         import grpc
@@ -133,18 +221,32 @@ def rustboard(expected: int, series: int, last_step: int, checksum: bool) -> Cal
                     downsample=pb.Downsample(num_points=1 << 30),
                 )
                 listing = pb.ListScalarsRequest(plugin_filter=request.plugin_filter)
+                wanted = series
+                if sample:
+                    listing.run_tag_filter.runs.names.extend(sample)
+                    wanted = series * len(sample) // max(len(sample), expected_runs(series))
+                started = time.perf_counter()
                 while True:  # until loading has reached every point
                     listed = stub.ListScalars(listing)
                     done = sum(
                         t.metadata.max_step == last_step for r in listed.runs for t in r.tags
                     )
-                    if done < series:
+                    if done < wanted:
+                        limit = RUSTBOARD_TIMEOUT[0]
+                        if limit is not None and time.perf_counter() - started > limit:
+                            loaded = len(stub.ListRuns(pb.ListRunsRequest()).runs)
+                            raise NotLoaded(
+                                f"{loaded:,d} of {expected_runs(series):,d} runs loaded after"
+                                f" {limit:g} s"
+                            )
                         time.sleep(0.01)
                         continue
                     response = stub.ReadScalars(request)
                     got = sum(len(t.data.step) for r in response.runs for t in r.tags)
                     if got >= expected:
                         break
+                    wanted = series  # the sample was loaded before the rest: list them all
+                    listing = pb.ListScalarsRequest(plugin_filter=request.plugin_filter)
                     time.sleep(0.01)
                 runs, tags, steps, walls, values = [], [], [], [], []
                 for r in response.runs:
@@ -155,6 +257,7 @@ def rustboard(expected: int, series: int, last_step: int, checksum: bool) -> Cal
                         steps.append(np.array(t.data.step, np.int64))
                         walls.append(np.array(t.data.wall_time, np.float64))
                         values.append(np.array(t.data.value, np.float64))
+                RUSTBOARD_PEAK.append(_peak_kb(proc.pid))
                 return pd.DataFrame(
                     {
                         "run": pd.Categorical(np.concatenate(runs)),
@@ -169,6 +272,61 @@ def rustboard(expected: int, series: int, last_step: int, checksum: bool) -> Cal
             proc.wait(10)
 
     return read
+
+
+def expected_runs(series: int) -> int:
+    """The runs of a sweep of ``series`` (run, tag) pairs."""
+    return series // len(TAGS3)
+
+
+def tallyboard_ls(path: str) -> list[Any]:
+    """``tallyboard ls`` as the command runs it, its table printed to nowhere."""
+    from tallyboard.cli.read import cmd_ls
+
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        cmd_ls(path, False)
+    return out.getvalue().splitlines()
+
+
+def tallyboard_export_dataset(path: str) -> Any:
+    """``tallyboard export --dataset`` into a fresh directory (removed afterwards)."""
+    from tallyboard.cli.read import cmd_export_dataset
+
+    out = tempfile.mkdtemp(prefix="pb-bench-dataset-")
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            cmd_export_dataset(path, out, None, None)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return None
+
+
+def read_and_write_parquet(path: str) -> Any:
+    """``read`` as an arrow Table, then the same partitioned Parquet write: a folder per run
+    and kind (``run=<run>/kind=scalar/``), a part file in each, by pyarrow's dataset writer."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import tallyboard
+
+    table = tallyboard.read(path, table="arrow", progress=False)
+    kind = pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(table.num_rows, np.int32)), pa.array(["scalar"])
+    )
+    out = tempfile.mkdtemp(prefix="pb-bench-parquet-")
+    try:
+        ds.write_dataset(
+            table.append_column("kind", kind),
+            out,
+            format="parquet",
+            partitioning=["run", "kind"],
+            partitioning_flavor="hive",
+            max_partitions=1 << 30,
+            existing_data_behavior="overwrite_or_ignore",
+        )
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return table
 
 
 class MotoS3:
@@ -226,28 +384,117 @@ class MotoS3:
         return [None] * sum(len(v) > 0 for v in data.values())
 
 
-def timed(fn: Callable[[str], Any], path: str, repeats: int) -> tuple[list[float], int]:
-    times, rows = [], 0
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        rows = len(fn(path))
-        times.append(time.perf_counter() - t0)
-    return times, rows
-
-
-def report(case: str, results: dict[str, tuple[list[float], int]], base: str) -> None:
-    ref = statistics.median(results[base][0])
-    for name, (times, rows) in results.items():
+def report(case: str, results: dict[str, list[float]], rows: dict[str, int], base: str) -> None:
+    ref = statistics.median(results[base])
+    for name, times in results.items():
+        if not times:
+            continue
         med = statistics.median(times)
         print(
-            f"{case:9s} {name:26s} {rows:>10,d} {len(times):>3d} {statistics.mean(times):8.3f}"
-            f" {med:8.3f} {max(times):8.3f} {med / ref:8.2f}x",
+            f"{case:9s} {name:34s} {rows.get(name, 0):>10,d} {len(times):>3d}"
+            f" {statistics.mean(times):8.3f} {med:8.3f} {max(times):8.3f} {med / ref:8.2f}x",
             flush=True,
         )
 
 
-def peak_memory(case: str, path: str) -> None:
-    """Peak memory of a read (one process, so every allocation is traced) against its table."""
+def rounds(
+    contenders: dict[str, Callable[[str], Any]], path: str, repeats: int, expected: int | None
+) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Each round runs every contender once, in turn; their times by name, and the rows each
+    gave (checked against ``expected`` for tables). RustBoard takes part in the first
+    ``--rustboard-repeats`` rounds only, when that is given."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    rows: dict[str, int] = {}
+    for turn in range(repeats):
+        for name, fn in contenders.items():
+            limit = RUSTBOARD_REPEATS[0]
+            if name.startswith("RustBoard") and limit is not None and turn >= limit:
+                continue
+            t0 = time.perf_counter()
+            try:
+                got = fn(path)
+            except NotLoaded as exc:
+                print(f"  ({name}: not done: {exc})", flush=True)
+                continue
+            times[name].append(time.perf_counter() - t0)
+            if hasattr(got, "num_rows") or hasattr(got, "columns"):
+                rows[name] = len(got)
+                if expected is not None and rows[name] != expected:
+                    raise AssertionError(f"{name} read {rows[name]} rows of {expected}")
+            del got
+        print(f"  (round: { ({n: round(t[-1], 3) for n, t in times.items() if t}) })", flush=True)
+    return times, rows
+
+
+class Growth:
+    """1% of a tree's runs grown by 10 steps at a time, a different 1% each time."""
+
+    def __init__(self, root: str, runs: int, steps: int, tags: tuple[str, ...]) -> None:
+        self.root, self.runs, self.tags = root, runs, tags
+        self.step, self.turn = steps, 0
+        self.files = sorted(
+            os.path.join(root, run, name)
+            for run in os.listdir(root)
+            for name in os.listdir(os.path.join(root, run))
+        )
+
+    def grow(self) -> int:
+        """Append 10 steps to every hundredth run (shifted each turn); returns the scalars."""
+        grown = self.files[self.turn % 100 :: 100]
+        self.turn += 1
+        per_run = sweep_records(len(grown), 10, self.tags, start_step=self.step)
+        self.step += 10
+        for path, data in zip(grown, per_run):
+            with open(path, "ab") as fh:
+                fh.write(data.tobytes())
+        return len(grown) * 10 * len(self.tags)
+
+
+def incremental(path: str, runs: int, steps: int, repeats: int, first: float) -> None:
+    """A Reader polled once (everything), then after 1% of the runs grew (each round), and when
+    nothing changed; the grown poll's time against ``first`` (the median full read)."""
+    import tallyboard
+
+    copy = path + "-incremental"
+    shutil.copytree(path, copy)
+    try:
+        growth = Growth(copy, runs, steps, TAGS3)
+        reader = tallyboard.Reader(copy)
+        t0 = time.perf_counter()
+        update = reader.poll()
+        first_poll = time.perf_counter() - t0
+        n = sum(len(b.scalars()[0]) for b in update.batches.values())
+        del update
+        grown, idle = [], []
+        for _ in range(repeats):
+            added = growth.grow()
+            t0 = time.perf_counter()
+            update = reader.poll()
+            grown.append(time.perf_counter() - t0)
+            got = sum(len(b.scalars()[0]) for b in update.batches.values())
+            if got != added:
+                raise AssertionError(f"the poll after growth read {got} scalars of {added}")
+            t0 = time.perf_counter()
+            if reader.poll():
+                raise AssertionError("a poll with nothing new returned something")
+            idle.append(time.perf_counter() - t0)
+        med = statistics.median(grown)
+        print(
+            f"{'':9s} Reader first poll {first_poll:.3f} s ({n:,d} scalars); poll after 1% of"
+            f" runs grew: mean {statistics.mean(grown):.4f}, median {med:.4f}, max"
+            f" {max(grown):.4f} s ({added:,d} new scalars): {first / med:.1f}x faster than the"
+            f" first read ({first:.3f} s); poll with nothing new: median"
+            f" {statistics.median(idle):.4f}, max {max(idle):.4f} s",
+            flush=True,
+        )
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+def peak_memory(case: str, path: str, ls: bool) -> None:
+    """Peak memory of a read and of ls (one process, so every allocation is traced) against
+    the table, and the peak resident memory of a fresh process reading (workers=1) beside
+    RustBoard's server's."""
     import tallyboard
 
     tracemalloc.start()
@@ -255,53 +502,100 @@ def peak_memory(case: str, path: str) -> None:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     table = int(df.memory_usage(deep=True).sum())
+    del df
+    line = (
+        f"{case:9s} peak traced memory (workers=1): read {peak / 1e6:.1f} MB for a"
+        f" {table / 1e6:.1f} MB table: {peak / table:.2f}x"
+    )
+    if ls:
+        tracemalloc.start()
+        tallyboard_ls(path)
+        _, ls_peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        line += f"; ls {ls_peak / 1e6:.1f} MB: {ls_peak / table:.2f}x"
+    print(line, flush=True)
+    code = (
+        "import sys, tallyboard, pandas, pyarrow\n"
+        "if sys.argv[1] != '-': tallyboard.read(sys.argv[1], workers=1, progress=False)\n"
+        "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])"
+    )
+    peaks = []
+    for arg in ("-", path):
+        got = subprocess.run(
+            [sys.executable, "-c", code, arg], capture_output=True, text=True, check=True
+        )
+        peaks.append(int(got.stdout.split()[-1]))
+    idle, rss = peaks
+    rb = f"; RustBoard's server {max(RUSTBOARD_PEAK) / 1e3:.0f} MB" if RUSTBOARD_PEAK else ""
     print(
-        f"{case:9s} peak traced memory (workers=1) {peak / 1e6:.1f} MB for a"
-        f" {table / 1e6:.1f} MB table: {peak / table:.2f}x",
+        f"{case:9s} peak resident memory (VmHWM) of a fresh process reading with workers=1:"
+        f" {rss / 1e3:.0f} MB, of which the interpreter with its imports {idle / 1e3:.0f} MB"
+        f"{rb}",
         flush=True,
     )
 
 
 def run_case(case: str, repeats: int, slow_repeats: int, skip: set[str]) -> None:
     root = fresh_dir(f"sweep-{case}")
+    RUSTBOARD_PEAK.clear()
     try:
+        runs = steps = 0
         if case == "file-1m":
             expected, series, last = write_one_file(root, 1_000_000), 10, 99_999
         elif case in ("runs-1k", "s3-1k"):
-            expected, series, last = write_tree(root, 1000, 1000), 3000, 999
+            runs, steps = 1000, 1000
         elif case == "runs-10k":
-            expected, series, last = write_tree(root, 10_000, 100), 30_000, 99
+            runs, steps = 10_000, 100
+        elif case == "runs-100k":
+            runs, steps = 100_000, 10
         else:
             raise SystemExit(f"unknown case {case!r}")
+        sample = None
+        if runs:
+            expected = write_tree(root, runs, steps)
+            series, last = runs * len(TAGS3), steps - 1
+            if runs > 10_000:  # every hundredth run, as the listing of all of them is slow
+                sample = [f"run{i:06d}" for i in range(0, runs, 100)]
         path = root
         if case == "s3-1k":
             with MotoS3() as s3:
                 url = s3.upload(root, "runs-1k")
-                results = {
-                    "tallyboard": timed(read_tallyboard, url, repeats),
-                    "s3fs fs.cat (bytes only)": timed(s3.s3fs_fetch_all, url, repeats),
-                }
-            report(case, results, "tallyboard")
+                times, rows = rounds(
+                    {
+                        "tallyboard": read_tallyboard,
+                        "s3fs fs.cat (bytes only)": s3.s3fs_fetch_all,
+                    },
+                    url,
+                    repeats,
+                    expected,
+                )
+            report(case, times, rows, "tallyboard")
             return
-        readers: dict[str, tuple[Callable[[str], Any], int]] = {
-            "tallyboard": (read_tallyboard, repeats),
-            "tallyboard workers=1": (read_tallyboard_one_core, repeats),
-            "RustBoard gRPC": (rustboard(expected, series, last, False), repeats),
-            "RustBoard gRPC --checksum": (rustboard(expected, series, last, True), repeats),
-            "EventAccumulator": (read_event_accumulator, slow_repeats),
-            "tbparse": (read_tbparse, slow_repeats),
+        contenders: dict[str, Callable[[str], Any]] = {
+            "tallyboard": read_tallyboard,
+            "tallyboard workers=1": read_tallyboard_one_core,
+            "RustBoard gRPC": rustboard(expected, series, last, False, sample),
+            "RustBoard gRPC --checksum": rustboard(expected, series, last, True, sample),
         }
-        results = {}
-        for name, (fn, n) in readers.items():
-            if name.split()[0].lower() in skip:
-                continue
-            results[name] = timed(fn, path, n)
-            if results[name][1] != expected:
-                raise AssertionError(f"{case}: {name} read {results[name][1]} of {expected}")
-            print(f"  ({name}: {results[name][0]})", flush=True)  # progress, before the table
-        report(case, results, "tallyboard")
+        if sample:  # 100,000 runs take RustBoard long enough without its checksums
+            del contenders["RustBoard gRPC --checksum"]
+        if runs and "ls" not in skip:
+            contenders["tallyboard ls"] = tallyboard_ls
+        if runs and "export" not in skip:
+            contenders["tallyboard export --dataset"] = tallyboard_export_dataset
+            contenders["read + the same Parquet write"] = read_and_write_parquet
+        contenders = {n: f for n, f in contenders.items() if n.split()[0].lower() not in skip}
+        times, rows = rounds(contenders, path, repeats, expected)
+        for name, fn in (("EventAccumulator", read_event_accumulator), ("tbparse", read_tbparse)):
+            if name.lower() not in skip:
+                more_times, more_rows = rounds({name: fn}, path, slow_repeats, expected)
+                times.update(more_times)
+                rows.update(more_rows)
+        report(case, times, rows, "tallyboard")
+        if runs and "incremental" not in skip and "tallyboard" in times:
+            incremental(path, runs, steps, repeats, statistics.median(times["tallyboard"]))
         if "tallyboard" not in skip:
-            peak_memory(case, path)
+            peak_memory(case, path, bool(runs) and "ls" not in skip)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -316,21 +610,33 @@ def main() -> None:
             repeats = int(args.pop(0))
         elif a == "--slow-repeats":
             slow_repeats = int(args.pop(0))
+        elif a == "--rustboard-repeats":
+            RUSTBOARD_REPEATS[0] = int(args.pop(0))
+        elif a == "--rustboard-timeout":
+            RUSTBOARD_TIMEOUT[0] = float(args.pop(0))
         elif a == "--skip":
             skip.add(args.pop(0).lower())
         else:
             cases.append(a)
     warm = fresh_dir("sweep-warm-up")
     write_tree(warm, 2, 10)
-    for fn in (read_tallyboard, read_event_accumulator, read_tbparse):
-        fn(warm)  # imports and caches outside the timings
+    for name, fn in (
+        ("tallyboard", read_tallyboard),
+        ("eventaccumulator", read_event_accumulator),
+        ("tbparse", read_tbparse),
+        ("ls", tallyboard_ls),
+        ("export", tallyboard_export_dataset),
+        ("export", read_and_write_parquet),
+    ):
+        if name not in skip:
+            fn(warm)  # imports and caches outside the timings
     shutil.rmtree(warm)
     print(
         f"\n## read sweeps into a DataFrame (seconds; {os.cpu_count()} cores)\n"
-        f"{'case':9s} {'reader':26s} {'rows':>10s} {'n':>3s} {'mean':>8s} {'median':>8s}"
+        f"{'case':9s} {'reader':34s} {'rows':>10s} {'n':>3s} {'mean':>8s} {'median':>8s}"
         f" {'max':>8s} {'vs tb':>9s}"
     )
-    for case in cases or ["file-1m", "runs-1k", "runs-10k", "s3-1k"]:
+    for case in cases or ["file-1m", "runs-1k", "runs-10k", "runs-100k", "s3-1k"]:
         run_case(case, repeats, slow_repeats, skip)
 
 

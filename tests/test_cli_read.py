@@ -1,14 +1,13 @@
-"""``tallyboard ls | export | plot | board`` run as real subprocesses on runs tallyboard wrote."""
+"""``tallyboard ls | export | plot`` run as real subprocesses on runs tallyboard wrote (``board``:
+tests/test_board_cli.py)."""
 
 from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ import pytest
 from conftest import load_run
 from tallyboard import SummaryWriter
 from tallyboard.cli.read import smooth
-from tb_server import free_port, stop_process_group
 
 
 def pb(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -134,43 +132,6 @@ def test_smoothing_matches_tensorboard_formula_by_hand() -> None:
         smooth([1.0], 1.0)
 
 
-def test_board_serves_the_runs(logdir: Path) -> None:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tallyboard", "board", str(logdir), "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline, runs = time.monotonic() + 90, None
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(
-                    f"http://127.0.0.1:{port}/data/runs", timeout=5
-                ) as resp:
-                    runs = json.loads(resp.read())
-                if sorted(runs) == ["seed0", "seed1", "seed2"]:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.5)
-        assert sorted(runs or []) == ["seed0", "seed1", "seed2"]
-    finally:
-        stop_process_group(proc, 10)
-
-
-def test_board_without_tensorboard_says_so(logdir: Path, tmp_path: Path) -> None:
-    fake = tmp_path / "fake" / "tensorboard"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError('no tensorboard here')\n")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(fake.parent), env.get("PYTHONPATH", "")])
-    out = pb("board", str(logdir), env=env)
-    assert out.returncode == 1
-    assert "TensorBoard is not installed" in out.stderr and "Traceback" not in out.stderr
-
-
 def test_bad_arguments(tmp_path: Path, logdir: Path) -> None:
     out = pb("ls", str(tmp_path / "missing"))
     assert out.returncode == 1 and "Traceback" not in out.stderr
@@ -181,8 +142,6 @@ def test_bad_arguments(tmp_path: Path, logdir: Path) -> None:
     assert out.returncode == 2 and "-o/--output" in out.stderr
     out = pb("export", str(logdir), "-o", "x.csv", "--format", "xml")
     assert out.returncode == 2 and "invalid choice" in out.stderr
-    out = pb("board", str(logdir), "--port", "abc")
-    assert out.returncode == 2 and "invalid int" in out.stderr
 
 
 def test_long_runs_of_one_tag_are_listed_exported_and_plotted_whole(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ The convention (also in docs/plugins.md, "Code blocks in these docs are tested")
   ``pip install ...`` steps are checked, not re-run (the package and its test extra are installed
   here: a path must be a distribution, ``tallyboard[x]``/``.[x]`` must name real extras, anything
   else must be installed), and ``tensorboard --logdir D`` is started on a free 127.0.0.1 port,
-  probed over HTTP for the runs under D, and stopped. ``console`` blocks run each ``$ `` line the
+  probed over HTTP for the runs under D, and stopped (``tallyboard board D`` likewise: started,
+  its runs and scalars checked through TensorBoard, stopped with Ctrl-C). ``console`` blocks run each ``$ `` line the
   same way and the lines shown after it must appear in its output.
 - An HTML comment on the line right before the fence changes how the block runs; words combine:
   ``<!-- docs-test: continue -->``  runs this block after the previous code block of the file, in
@@ -316,6 +317,18 @@ def _tensorboard_probe(args: list[str], cwd: Path, where: str) -> None:
         assert any(tags.get(run) for run in runs), f"{where}: TensorBoard shows no scalars"
 
 
+def _board_probe(args: list[str], cwd: Path, env: dict[str, str], where: str) -> None:
+    """``tallyboard board D [options]``: started on a free port, its runs checked, stopped."""
+    from board_support import board
+
+    logdir = args[0] if "://" in args[0] else str(cwd / args[0])
+    with board(logdir, *args[1:], env=env) as b:
+        runs = b.tb.get_json("/data/runs")
+        assert runs, f"{where}: tallyboard board shows no runs"
+        tags = b.tb.get_json("/data/plugin/scalars/tags")
+        assert any(tags.get(run) for run in runs), f"{where}: tallyboard board shows no scalars"
+
+
 def run_command_line(line: str, cwd: Path, env: dict[str, str], where: str) -> str:
     """One shell line: ``&&`` steps, pip and tensorboard handled as the module doc says."""
     line = re.sub(r"\s+#.*$", "", line).strip()
@@ -326,6 +339,8 @@ def run_command_line(line: str, cwd: Path, env: dict[str, str], where: str) -> s
             check_pip_install(words[2:], where)
         elif words[:1] == ["tensorboard"]:
             _tensorboard_probe(words[1:], cwd, where)
+        elif words[:2] == ["tallyboard", "board"]:
+            _board_probe(words[2:], cwd, env, where)
         else:
             output += _run(["bash", "-euo", "pipefail", "-c", step], cwd, env, where)
     return output

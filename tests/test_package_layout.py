@@ -25,7 +25,8 @@ FLOORS = {
     "reading": 3,
     "faces": 3,
     "monitor": 3,
-    "cli": 4,
+    "board": 4,
+    "cli": 5,
     "ops": 4,  # tallyboard.ops: MindSpore's import path for the operators of faces/ops.py
 }
 FACADE = {"tallyboard", "tallyboard.__main__"}

@@ -43,6 +43,8 @@ _LAZY = {
     "OperationParameter": "tallyboard.faces.summary_record",
     "SummaryCollector": "tallyboard.faces.summary_collector",
     "read": "tallyboard.reading.read",
+    "Reader": "tallyboard.reading.incremental",
+    "Update": "tallyboard.reading.incremental",
     "convert": "tallyboard.reading.convert",
 }
 
@@ -83,4 +85,6 @@ if TYPE_CHECKING:
     from tallyboard.faces.summary_writer import SummaryWriter as SummaryWriter
     from tallyboard.plugin.registry import get_registry as get_registry
     from tallyboard.reading.convert import convert as convert
+    from tallyboard.reading.incremental import Reader as Reader
+    from tallyboard.reading.incremental import Update as Update
     from tallyboard.reading.read import read as read

@@ -1,4 +1,4 @@
-"""``python -m tallyboard plugins|ls|export|plot|board|convert|sync`` (also the ``tallyboard`` console script)."""
+"""``python -m tallyboard plugins|ls|export|plot|convert|board|serve|sync`` (also the ``tallyboard`` console script)."""
 
 from __future__ import annotations
 
@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     from tallyboard.cli import read as cli_read
 
     cli_read.add_parsers(sub)
+    from tallyboard.cli import board as cli_board
+
+    cli_board.add_parsers(sub)
     from tallyboard.cli import sync as cli_sync
 
     cli_sync.add_parser(sub)
@@ -115,10 +118,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run(argv: list[str] | None) -> int:
     parser = build_parser()
+    from tallyboard.cli import board as cli_board
     from tallyboard.cli import read as cli_read
     from tallyboard.cli import sync as cli_sync
 
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "board":  # only board passes options on (to TensorBoard)
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command in ("board", "serve"):
+        return cli_board.dispatch(args, extra)
     if args.command == "plugins":
         return _plugins(args.json)
     if args.command == "sync":

@@ -1,4 +1,4 @@
-"""``tallyboard ls | export | plot | board | convert``: look at a log dir from the shell.
+"""``tallyboard ls | export | plot | convert``: look at a log dir from the shell.
 
 Heavy libraries (pyarrow, matplotlib, tqdm, tensorboard) are imported only by the command
 that needs them.
@@ -9,9 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -88,77 +86,170 @@ def summarize(logdir: str, formats: Sequence[str] | None = None) -> list[dict[st
 
     Values no installed kind decodes are listed too, as kind ``undecoded`` with their ``plugin``
     name (steps and wall time None: only their count is kept)."""
-    stats: dict[tuple[str, str, str], dict[str, Any]] = {}
+    return [
+        dict(zip(_LISTED, row[:7]), **({"plugin": row[7]} if row[1] == undecoded.KIND else {}))
+        for row in _listing(logdir, formats)
+    ]
 
-    def add(run: str, kind: str, tag: str, step: int, wall: float) -> None:
-        s = stats.get((run, kind, tag))
-        if s is None:
-            stats[(run, kind, tag)] = {
-                "run": run,
-                "kind": kind,
-                "tag": tag,
-                "count": 1,
-                "min_step": step,
-                "max_step": step,
-                "last_wall_time": wall,
-            }
+
+_LISTED = ("run", "kind", "tag", "count", "min_step", "max_step", "last_wall_time")
+
+
+def _listing(logdir: str, formats: Sequence[str] | None) -> list[tuple[Any, ...]]:
+    """``(run, kind, tag, count, min_step, max_step, last_wall_time, plugin)`` per (run, kind,
+    tag), sorted by the first three.
+
+    The files are read as :func:`tallyboard.read` reads them (by the pool when there is much
+    to read; every tag and step listed comes from a record whose CRC was checked), in a
+    listing's light read: in a run laid out like the run before it (a sweep's runs), whose
+    scalar records hold the tags and steps of records already checked, the records' own data
+    CRCs are not checked (``read`` checks every one, and warns). The scalars of each group of
+    files are summed up per file and tag with a few array operations, and the sums of all
+    groups merged at once at the end: never one Python step per value.
+    """
+    import numpy as np
+
+    try:
+        reader = RunReader(logdir, formats, keep=False)
+    except (TypeError, ValueError) as e:
+        raise CliError(str(e)) from None
+    run_ids: dict[str, int] = {}
+    tag_ids: dict[str, int] = {}
+    parts: list[tuple[Any, ...]] = []  # per group: run id, tag id, count, lo, hi, last
+    other: dict[tuple[str, str, str], list[Any]] = {}  # rows of other kinds, undecoded values
+
+    def scalars(runs: Sequence[str], counts: Any, names: Sequence[str], *cols: Any) -> None:
+        got = _sum_columns(counts, len(names), *cols)
+        if got is None:
             return
-        s["count"] += 1
-        s["min_step"] = min(s["min_step"], step)
-        s["max_step"] = max(s["max_step"], step)
-        s["last_wall_time"] = max(s["last_wall_time"], wall)
+        files, codes, n, lo, hi, last = got
+        file_runs = np.array([run_ids.setdefault(r, len(run_ids)) for r in runs], np.int64)
+        name_ids = np.array([tag_ids.setdefault(t, len(tag_ids)) for t in names], np.int64)
+        parts.append((file_runs[files], name_ids[codes], n, lo, hi, last))
 
-    for run, b in iter_file_batches(logdir, formats):
-        tags, steps, walls, _ = b.scalars()
-        for tag, step, wall in zip(tags.tolist(), steps.tolist(), walls.tolist()):
-            add(run, "scalar", tag, step, wall)
-        for kind, rows in b.rows.items():
-            for row in rows:
-                add(run, kind, str(row["tag"]), int(row["step"]), float(row["wall_time"]))
-        for (plugin, tag), n in b.undecoded.items():
-            key = (run, undecoded.KIND, tag)
-            s = stats.setdefault(
-                key,
-                {
-                    "run": run,
-                    "kind": undecoded.KIND,
-                    "tag": tag,
-                    "count": 0,
-                    "min_step": None,
-                    "max_step": None,
-                    "last_wall_time": None,
-                    "plugin": plugin,
-                },
+    for _, runs, group in reader.iter_groups(None, None, light=True):
+        if group.shared():
+            scalars(runs, group.counts, group.names, group.codes, group.step, group.wall_time)
+        for run, b in zip(runs, group.batches):
+            if b is None:
+                continue
+            b.flush_lists()
+            for names, codes, step, wall, _ in b.columns:
+                scalars([run], [len(codes)], names, codes, step, wall)
+            for kind, rows in b.rows.items():
+                for row in rows:
+                    step_, wall_ = int(row["step"]), float(row["wall_time"])
+                    s = other.get((run, kind, str(row["tag"])))
+                    if s is None:
+                        other[(run, kind, str(row["tag"]))] = [1, step_, step_, wall_, None]
+                    else:
+                        s[0] += 1
+                        s[1], s[2], s[3] = min(s[1], step_), max(s[2], step_), max(s[3], wall_)
+            for (plugin, tag), n in b.undecoded.items():
+                s = other.setdefault((run, undecoded.KIND, tag), [0, None, None, None, plugin])
+                s[0] += n
+    _note_skipped(reader)
+    out: list[tuple[Any, ...]] = [(*key, *value) for key, value in other.items()]
+    if parts:
+        cols: list[Any] = [np.concatenate(c) for c in zip(*parts)]
+        del parts
+        key = cols[0] * max(len(tag_ids), 1) + cols[1]
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+        sums = [
+            np.add.reduceat(cols[2][order], first),
+            np.minimum.reduceat(cols[3][order], first),
+            np.maximum.reduceat(cols[4][order], first),
+            np.fmax.reduceat(cols[5][order], first),
+        ]
+        run_names, tag_names = list(run_ids), list(tag_ids)
+        out.extend(
+            zip(
+                [run_names[i] for i in cols[0][order][first].tolist()],
+                [SCALAR] * len(first),
+                [tag_names[i] for i in cols[1][order][first].tolist()],
+                *(col.tolist() for col in sums),
+                [None] * len(first),
             )
-            s["count"] += n
-    return [stats[k] for k in sorted(stats)]
+        )
+    out.sort(key=lambda row: row[:3])
+    return out
+
+
+def _sum_columns(
+    counts: Any, n_tags: int, codes: Any, step: Any, wall: Any
+) -> tuple[Any, ...] | None:
+    """Per file and tag of scalar columns (the rows of file ``k`` are the next ``counts[k]``):
+    ``(file, tag code, count, first step, last step, last wall time)`` arrays over the pairs
+    present, or None when there are no rows."""
+    import numpy as np
+
+    counts = np.asarray(counts, np.int64)
+    files = len(counts)
+    if not len(codes):
+        return None
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    size = files * n_tags
+    key = np.repeat(np.arange(files), counts) * n_tags + np.asarray(codes, np.int64)
+    n = np.bincount(key, minlength=size)
+    lo = np.zeros(size, np.int64)
+    hi = np.zeros(size, np.int64)
+    last = np.full(size, -np.inf)
+    if n_tags <= 8:  # per tag: the file's rows of that tag, reduced per file
+        for code in range(n_tags):
+            has = n[code::n_tags] > 0
+            if not has.any():
+                continue
+            sel = np.flatnonzero(codes == code)
+            at = np.searchsorted(sel, starts[has])  # each file's first row of this tag
+            keys = np.flatnonzero(has) * n_tags + code
+            s, w = step[sel], wall[sel]
+            lo[keys] = np.minimum.reduceat(s, at)
+            hi[keys] = np.maximum.reduceat(s, at)
+            last[keys] = np.fmax.reduceat(w, at)
+    else:
+        lo[:] = np.iinfo(np.int64).max
+        hi[:] = np.iinfo(np.int64).min
+        np.minimum.at(lo, key, step)
+        np.maximum.at(hi, key, step)
+        np.fmax.at(last, key, wall)
+    present = np.flatnonzero(n)
+    file_of, code_of = np.divmod(present, n_tags)
+    return file_of, code_of, n[present], lo[present], hi[present], last[present]
 
 
 def cmd_ls(logdir: str, as_json: bool, formats: Sequence[str] | None = None) -> int:
-    rows = summarize(logdir, formats)
     if as_json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(summarize(logdir, formats), indent=2))
         return 0
+    rows = _listing(logdir, formats)
     if not rows:
         print(f"no runs with readable records under {logdir}")
         return 0
+    import numpy as np
+
     header = ("run", "kind", "tag", "count", "steps", "last update (UTC)")
-    table = [
-        (
-            r["run"],
-            r["kind"] if r["kind"] != undecoded.KIND else f"undecoded ({r['plugin']})",
-            r["tag"],
-            str(r["count"]),
-            "-" if r["min_step"] is None else f"{r['min_step']}..{r['max_step']}",
-            "-"
-            if r["last_wall_time"] is None
-            else time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r["last_wall_time"])),
-        )
-        for r in rows
+    run, kind, tag, count, lo, hi, last, plugin = zip(*rows)
+    walls = np.array([np.nan if w is None else w for w in last], np.float64)
+    shown = np.isfinite(walls) & (np.abs(walls) < 1e15)
+    stamps = np.datetime_as_string(
+        np.floor(np.where(shown, walls, 0)).astype(np.int64).astype("datetime64[s]"), unit="s"
+    )
+    columns = [
+        list(run),
+        [k if k != undecoded.KIND else f"undecoded ({p})" for k, p in zip(kind, plugin)],
+        list(tag),
+        [str(c) for c in count],
+        ["-" if a is None else f"{a}..{b}" for a, b in zip(lo, hi)],
+        [t.replace("T", " ") if ok else "-" for ok, t in zip(shown.tolist(), stamps.tolist())],
     ]
-    widths = [max(len(row[i]) for row in [header, *table]) for i in range(len(header))]
-    for row in [header, *table]:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    widths = [max(len(h), *map(len, col)) for h, col in zip(header, columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(header, widths)).rstrip()]
+    lines.extend(
+        "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in zip(*columns)
+    )
+    print("\n".join(lines))
     return 0
 
 
@@ -622,24 +713,6 @@ def cmd_plot(
     return 0
 
 
-def cmd_board(logdir: str, host: str, port: int) -> int:
-    try:
-        import tensorboard.main  # noqa: F401
-    except ImportError:
-        print(
-            "tallyboard board: TensorBoard is not installed; pip install tensorboard",
-            file=sys.stderr,
-        )
-        return 1
-    if not os.path.isdir(logdir) and "://" not in logdir:
-        raise CliError(f"logdir {logdir!r} is not a directory")
-    cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", host]
-    cmd += ["--port", str(port)]
-    if os.name == "posix":
-        os.execv(sys.executable, cmd)
-    return subprocess.call(cmd)
-
-
 def _smoothing(text: str) -> float:
     import argparse
 
@@ -668,7 +741,7 @@ def _add_from(parser: Any) -> None:
 
 
 def add_parsers(sub: Any) -> None:
-    """Add ``ls``, ``export``, ``plot``, ``board`` and ``convert`` to the ``tallyboard`` subparsers."""
+    """Add ``ls``, ``export``, ``plot`` and ``convert`` to the ``tallyboard`` subparsers."""
     p = sub.add_parser("ls", help="runs, tags per kind, counts, step range, last update")
     p.add_argument("logdir", help=LOGDIR_HELP)
     p.add_argument("--json", action="store_true", help="print JSON for scripts instead of text")
@@ -725,10 +798,6 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--runs", nargs="+", metavar="RUN", help=RUNS_HELP)
     _add_from(p)
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
-    p = sub.add_parser("board", help="start TensorBoard on the log dir")
-    p.add_argument("logdir")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=6006)
     p = sub.add_parser("convert", help="rewrite every run in another format (tfevents, mindspore)")
     p.add_argument("src", help="log dir (path or fsspec URL) whose runs are read")
     p.add_argument("dst", help="local directory the converted runs go to (dst/<run>)")
@@ -772,8 +841,6 @@ def dispatch(args: Any) -> int:
                 args.force,
                 args.formats,
             )
-        if args.command == "board":
-            return cmd_board(args.logdir, args.host, args.port)
         if args.command == "convert":
             return cmd_convert(args.src, args.dst, args.to, args.force, args.formats)
     except CliError as e:

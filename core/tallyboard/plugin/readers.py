@@ -9,6 +9,10 @@ appended since; a torn last record is left for the next call. Core names no form
 (:meth:`tallyboard.plugin.registry.Registry.decoders_of`). What each built-in format hands a
 decoder, which row fields a decoder may set (``tag``, not ``step``, ``wall_time`` or ``run``),
 and which decoder takes a value several could: docs/plugins.md, "Decoders".
+
+A reader class may also read many of its files in one call (``read_many``, returning
+:class:`Batches`): core then reads a sweep's small files in groups, a vectorised pass each.
+Readers without it are read file by file, as before.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import io
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,6 +46,27 @@ class Batch:
     def add_row(self, kind: str, row: dict[str, Any]) -> None:
         """Add one decoded value of ``kind`` (its fields, with ``tag``, ``step``, ``wall_time``)."""
         self.rows.setdefault(kind, []).append(row)
+
+    def extend(self, other: Batch) -> None:
+        """Append what ``other`` holds after what this batch holds (another file of the same
+        run, read later): scalar columns, rows of every kind and undecoded counts. ``other``
+        gives up its scalar columns to this batch."""
+        self.flush_lists()
+        other.flush_lists()
+        self.columns.extend(other.columns)
+        for kind, rows in other.rows.items():
+            self.rows.setdefault(kind, []).extend(rows)
+        for key, n in other.undecoded.items():
+            self.undecoded[key] = self.undecoded.get(key, 0) + n
+
+    def empty(self) -> bool:
+        """Whether the batch holds nothing: no scalar, no row, no undecoded value."""
+        return not (
+            self.tags
+            or any(len(c[1]) for c in self.columns)
+            or any(self.rows.values())
+            or self.undecoded
+        )
 
     def scalars(self) -> tuple[Any, Any, Any, Any]:
         """Every scalar of this batch as numpy arrays ``(tag, step, wall_time, value)``, in file
@@ -85,8 +110,113 @@ class Batch:
             del column[:]
 
 
+@dataclass
+class Batches:
+    """What one read of several files produced, file by file: the scalars of file ``i`` are
+    rows ``[start(i), start(i) + counts[i])`` of the shared columns (``names``, ``codes``,
+    ``step``, ``wall_time``, ``value``: the tag names, int32 codes into them, int64, float64,
+    float64), followed by whatever ``batches[i]`` holds (None: nothing more).
+
+    A reader that decodes many small files in one pass (:meth:`FileReader.read_many`) puts
+    their scalars in the shared columns at once, so a sweep of ten thousand files costs a few
+    array operations, not ten thousand of each; other readers give one Batch per file
+    (:meth:`of`).
+    """
+
+    batches: list[Batch | None]
+    names: list[str] = field(default_factory=list)
+    codes: Any = None
+    step: Any = None
+    wall_time: Any = None
+    value: Any = None
+    #: shared scalar rows per file (None: no shared columns).
+    counts: Any = None
+
+    @classmethod
+    def of(cls, batches: list[Batch]) -> Batches:
+        """One Batch per file, nothing shared."""
+        return cls(list(batches))
+
+    @classmethod
+    def concat(cls, parts: Sequence[Batches]) -> Batches:
+        """Several reads' Batches as one, in order (tag codes remapped to one list of names)."""
+        import numpy as np
+
+        if len(parts) == 1:
+            return parts[0]
+        out = cls([b for part in parts for b in part.batches])
+        shared = [p for p in parts if p.shared()]
+        if not shared:
+            return out
+        names: dict[str, int] = {}
+        codes = []
+        for p in shared:
+            remap = np.array([names.setdefault(n, len(names)) for n in p.names], np.int32)
+            codes.append(remap[p.codes])
+        out.names = list(names)
+        out.codes = np.concatenate(codes)
+        out.step = np.concatenate([p.step for p in shared])
+        out.wall_time = np.concatenate([p.wall_time for p in shared])
+        out.value = np.concatenate([p.value for p in shared])
+        out.counts = np.concatenate(
+            [p.counts if p.shared() else np.zeros(len(p), np.int64) for p in parts]
+        )
+        return out
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def shared(self) -> bool:
+        """Whether some scalars are in the shared columns."""
+        return self.counts is not None and len(self.codes) > 0
+
+    def batch(self, i: int) -> Batch:
+        """File ``i``'s values as one :class:`Batch` (its shared scalars' steps, wall times and
+        values as views, no copy; its tag codes into the names of its own tags)."""
+        import numpy as np
+
+        own = self.batches[i]
+        if not self.shared() or not self.counts[i]:
+            return own if own is not None else Batch()
+        starts = self.__dict__.get("_starts")
+        if starts is None:
+            starts = self.__dict__["_starts"] = np.concatenate([[0], np.cumsum(self.counts)])
+        start, stop = int(starts[i]), int(starts[i + 1])
+        # the file's own tags only, as a Batch read alone names them
+        present, codes = np.unique(self.codes[start:stop], return_inverse=True)
+        out = Batch(
+            columns=[
+                (
+                    [self.names[k] for k in present.tolist()],
+                    codes.astype(np.int32).ravel(),
+                    self.step[start:stop],
+                    self.wall_time[start:stop],
+                    self.value[start:stop],
+                )
+            ]
+        )
+        if own is not None:
+            out.extend(own)
+        return out
+
+    def split(self) -> list[Batch]:
+        """Every file's :meth:`batch`, in order."""
+        return [self.batch(i) for i in range(len(self.batches))]
+
+
 class FileReader(Protocol):
-    """An open file of a run; ``read_new`` returns the records appended since the last call."""
+    """An open file of a run; ``read_new`` returns the records appended since the last call.
+
+    A reader class may also offer ``read_many(readers) -> Batches`` (a classmethod taking
+    several readers of that class, each of its own file): it reads them all at once and must
+    give, file by file, what ``read_new`` would give (the same values in the same order), and
+    leave each reader as ``read_new`` would. Core calls it for groups of small files, so a
+    format can decode many files in one vectorised pass; readers without it are read one by
+    one. A ``read_many`` that takes a ``light`` keyword is called with ``light=True`` by a
+    listing (``tallyboard ls``), which needs the tags, steps and wall times only: it may then
+    skip the data CRC of records whose tag and step bytes are those of records it checked
+    (and leave their values unchecked); it never lists a tag or step it did not check.
+    """
 
     def read_new(self) -> Batch:
         """The records appended since the last call (all of them the first time); a record
@@ -119,6 +249,10 @@ class ChunkedFileReader:
     max_unit: int = 1 << 31
     #: The byte ending a unit, for formats that can skip an overlong one (``b"\n"`` for lines).
     unit_end: bytes | None = None
+    #: when set (on an instance, by a caller that wants the new bytes in windows), one
+    #: :meth:`read_new` consumes about this many bytes at most (whole chunks and units) and
+    #: sets ``capped`` when it stopped for it; the next call goes on from there.
+    read_limit: int | None = None
 
     def __init__(self, fs: Any, path: str) -> None:
         self.fs, self.path = fs, path
@@ -137,11 +271,15 @@ class ChunkedFileReader:
         batch = Batch()
         if self.dead:
             return batch
+        limit, first = self.read_limit, self.offset
         with self.fs.open(self.path, "rb") as f:
             size = _size_of(f)  # never read past it: a live file grows later
             f.seek(self.offset)
             rest = b""
             while not self.dead:
+                if limit is not None and self.offset - first >= limit:
+                    self.capped = True  # the caller reads on from here in its next call
+                    break
                 wanted = self._wanted(rest)
                 if len(rest) + wanted > self.max_unit:
                     warn_corrupt(
@@ -153,6 +291,8 @@ class ChunkedFileReader:
                     self.dead = True
                     break
                 n = max(self.chunk_size, wanted, len(rest))  # a long unit: in doubling reads
+                if limit is not None:
+                    n = max(min(n, limit - (self.offset - first)), wanted, 1)
                 if isinstance(size, int):
                     left = size - self.offset - len(rest)
                     if wanted > left:

@@ -16,21 +16,21 @@ removed first, so a row is never written twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import quote
 
-from tallyboard.plugin.readers import Batch, FileReader
+from tallyboard.plugin.readers import Batch, Batches, FileReader
 from tallyboard.reading.runs import RunReader, matcher, names_or_globs
 from tallyboard.warn import ReadWarning
 
 STATE = "_tallyboard_state.json"
 SCALAR = "scalar"
-_PART = re.compile(r"part-(\d+)-\d+\.parquet$")
+_PART = re.compile(r"\.?part-(\d+)-\d+\.parquet(\.partial)?$")
 
 
 def _plain_state(reader: FileReader) -> dict[str, Any]:
@@ -61,22 +61,161 @@ def _remove_unlisted_parts(out: str, exports: int) -> None:
                 os.remove(os.path.join(parent, name))
 
 
-def _scalar_table(batch: Batch, wanted_tag: Callable[[str], bool] | None) -> Any:
+def _scalar_pieces(
+    runs: list[str], group: Batches, wanted_tag: Callable[[str], bool] | None
+) -> list[Any]:
+    """The scalars of a group of files as arrow tables with a ``run`` column (dictionary
+    encoded) and ``tag, step, wall_time, value``: the group's shared columns at once, and the
+    scalars a file holds on its own after them."""
     import numpy as np
     import pyarrow as pa
 
-    tag, step, wall, value = batch.scalars()
-    if wanted_tag is not None and len(tag):
-        keep = np.fromiter((wanted_tag(t) for t in tag.tolist()), bool, len(tag))
-        tag, step, wall, value = tag[keep], step[keep], wall[keep], value[keep]
-    return pa.table(
-        {
-            "tag": pa.array(tag.tolist(), pa.string()).dictionary_encode(),
-            "step": pa.array(step, pa.int64()),
-            "wall_time": pa.array(wall, pa.float64()),
-            "value": pa.array(value, pa.float64()),
-        }
-    )
+    pieces = []
+
+    def piece(
+        names: list[str],
+        codes: Any,
+        step: Any,
+        wall: Any,
+        value: Any,
+        run_codes: Any,
+        run_names: list[str],
+    ) -> None:
+        if wanted_tag is not None and len(codes):
+            keep_tag = np.array([wanted_tag(str(n)) for n in names], bool)
+            if not keep_tag.all():
+                keep = keep_tag[codes]
+                codes, step, wall, value = codes[keep], step[keep], wall[keep], value[keep]
+                run_codes = run_codes[keep]
+        if not len(codes):
+            return
+        pieces.append(
+            pa.table(
+                {
+                    "run": pa.DictionaryArray.from_arrays(
+                        pa.array(run_codes, pa.int32()), pa.array(run_names, pa.string())
+                    ),
+                    "tag": pa.DictionaryArray.from_arrays(
+                        pa.array(codes, pa.int32()), pa.array(names, pa.string())
+                    ),
+                    "step": pa.array(step, pa.int64()),
+                    "wall_time": pa.array(wall, pa.float64()),
+                    "value": pa.array(value, pa.float64()),
+                }
+            )
+        )
+
+    names_of = {run: i for i, run in enumerate(dict.fromkeys(runs))}
+    run_names = list(names_of)
+    file_runs = np.array([names_of[run] for run in runs], np.int32)
+    own = [b is not None and (b.tags or b.columns) for b in group.batches]
+    if group.shared() and not any(own):
+        piece(
+            group.names,
+            group.codes,
+            group.step,
+            group.wall_time,
+            group.value,
+            np.repeat(file_runs, group.counts),
+            run_names,
+        )
+        return pieces
+    for k, run in enumerate(runs):
+        b = group.batch(k)
+        b.flush_lists()
+        for names, codes, step, wall, value in b.columns:
+            piece(
+                list(names),
+                np.asarray(codes),
+                step,
+                wall,
+                value,
+                np.full(len(codes), names_of[run], np.int32),
+                run_names,
+            )
+    return pieces
+
+
+class _PartWriter:
+    """Arrow tables gathered and written as the dataset's part files, partitioned by run and
+    kind, by pyarrow's dataset writer, under hidden names (``.part-...parquet.partial``, which
+    dataset readers skip): :meth:`publish` then renames each into place, so a reader of the
+    dataset never sees a half-written part."""
+
+    #: rows gathered before they are written (memory stays bounded on any tree).
+    flush_rows = 1 << 15
+
+    def __init__(self, out: str, export: int, kind: str) -> None:
+        self.out, self.export, self.kind = out, export, kind
+        self.pending: list[Any] = []
+        self.held = 0
+        self.rows = 0
+        self.calls = 0
+        self.written: list[str] = []
+
+    def add(self, tables: list[Any]) -> None:
+        for table in tables:
+            self.pending.append(table)
+            self.held += table.num_rows
+        if self.held >= self.flush_rows:
+            self.flush()
+
+    def add_table(self, run: str, table: Any) -> None:
+        """Rows of a kind's decoder for ``run``: written apart (their own columns)."""
+        import pyarrow as pa
+
+        runs = pa.DictionaryArray.from_arrays(
+            pa.array([0] * table.num_rows, pa.int32()), pa.array([run], pa.string())
+        )
+        self.flush()
+        self.pending.append(table.add_column(0, "run", runs))
+        self.held += table.num_rows
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the tables gathered: a part file per run (and per call)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        if not self.pending:
+            return
+        table = pa.concat_tables(self.pending, promote_options="permissive")
+        self.pending, self.held = [], 0
+        table = table.unify_dictionaries().combine_chunks()
+        kind = pa.DictionaryArray.from_arrays(
+            pa.array(np.zeros(table.num_rows, np.int32)), pa.array([self.kind], pa.string())
+        )
+        table = table.append_column("kind", kind)
+        text = pa.dictionary(pa.int32(), pa.string())
+        ds.write_dataset(
+            table,
+            self.out,
+            format="parquet",
+            partitioning=ds.partitioning(pa.schema([("run", text), ("kind", text)]), flavor="hive"),
+            basename_template=f".part-{self.export:06d}-{self.calls:04d}{{i}}.parquet.partial",
+            max_partitions=1 << 30,
+            max_open_files=256,
+            existing_data_behavior="overwrite_or_ignore",
+            file_visitor=lambda written: self.written.append(written.path),
+        )
+        self.calls += 1
+        self.rows += table.num_rows
+
+    def publish(self) -> int:
+        """Give every part written its visible name; returns how many."""
+        for path in self.written:
+            folder, name = os.path.split(path)
+            os.replace(path, os.path.join(folder, name[1 : -len(".partial")]))
+        done, self.written = len(self.written), []
+        return done
+
+    def discard(self) -> None:
+        """Remove the parts written and not published (an export that failed)."""
+        for path in self.written:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+        self.written = []
 
 
 def export_dataset(
@@ -98,7 +237,6 @@ def export_dataset(
     counts: ``rows`` written, ``files`` read, ``parts`` written.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     if not isinstance(out, str) or not out:
         raise TypeError(f"out must be a non-empty str directory, got {out!r}")
@@ -122,7 +260,7 @@ def export_dataset(
     for _, reader in run_reader.discover():
         path = getattr(reader, "path", None)
         saved = done_before.get(path) if isinstance(path, str) else None
-        if saved is None:
+        if saved is None or not isinstance(path, str):
             continue
         size = run_reader.size(path or "")
         if int(saved.get("offset", 0)) > size:
@@ -135,32 +273,32 @@ def export_dataset(
             saved = {**saved, "dead": True}
         for name, value in saved.items():
             setattr(reader, name, value)
+        run_reader.resume(path)
     export = state["exports"] + 1
-    count = {"rows": 0, "files": 0, "parts": 0}
+    count = {"rows": 0, "files": len(run_reader.paths()), "parts": 0}
     files_state: dict[str, dict[str, Any]] = {}
-    for k, (path, run, batch) in enumerate(run_reader.iter_read(workers, progress, discover=False)):
-        count["files"] += 1
-        if kind == SCALAR:
-            table = _scalar_table(batch, wanted_tag)
-        else:
-            assert rows_of is not None
-            rows = [
-                {key: v for key, v in row.items() if key != "run"}
-                for row in rows_of(run, batch)
-                if wanted_tag is None or wanted_tag(row["tag"])
-            ]
-            table = pa.Table.from_pylist(rows) if rows else None
-        del batch
-        if table is not None and table.num_rows:
-            folder = os.path.join(out, f"run={quote(run, safe='')}", f"kind={quote(kind, safe='')}")
-            os.makedirs(folder, exist_ok=True)
-            name = f"part-{export:06d}-{k:06d}.parquet"
-            partial = os.path.join(folder, f".{name}.partial")  # hidden from dataset readers
-            pq.write_table(table, partial)
-            os.replace(partial, os.path.join(folder, name))
-            count["rows"] += table.num_rows
-            count["parts"] += 1
-        files_state[path] = _plain_state(run_reader.opened(path))
+    writer = _PartWriter(out, export, kind)
+    try:
+        for paths, group_runs, group in run_reader.iter_groups(workers, progress):
+            if kind == SCALAR:
+                writer.add(_scalar_pieces(group_runs, group, wanted_tag))
+            else:
+                assert rows_of is not None
+                for run, batch in zip(group_runs, group.split()):
+                    rows = [
+                        {key: v for key, v in row.items() if key != "run"}
+                        for row in rows_of(run, batch)
+                        if wanted_tag is None or wanted_tag(row["tag"])
+                    ]
+                    if rows:
+                        writer.add_table(run, pa.Table.from_pylist(rows))
+            del group
+            for path in paths:
+                files_state[path] = _plain_state(run_reader.opened(path))
+        writer.flush()
+        count["rows"], count["parts"] = writer.rows, writer.publish()
+    finally:
+        writer.discard()
     done_before.update(files_state)
     state["exports"], state["logdir"] = export, source
     tmp = state_path + ".partial"

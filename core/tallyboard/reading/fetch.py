@@ -16,7 +16,7 @@ import io
 import threading
 import time
 from collections import deque
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 #: concurrent requests, and bytes fetched but not yet decoded, by default.
@@ -119,14 +119,62 @@ def url(fs: Any, path: str) -> str:
         return path
 
 
-def fetch(fs: Any, path: str, offset: int = 0, tries: int = TRIES) -> bytes:
-    """The bytes of ``path`` from ``offset`` on, tried ``tries`` times with backoff."""
+def within(fn: Callable[[], Any], seconds: float | None, what: str) -> Any:
+    """``fn()``, given at most ``seconds`` (None: :func:`tallyboard.records.remote.deadline`,
+    ``TALLYBOARD_REMOTE_DEADLINE``) on a daemon thread: ``TimeoutError`` naming ``what`` when
+    it is not done by then (the call is left to finish on its own); its own error otherwise."""
+    if seconds is None:
+        from tallyboard.records.remote import deadline
+
+        seconds = deadline()
+    done = threading.Event()
+    box: list[Any] = []
+
+    def run() -> None:
+        try:
+            box.append((True, fn()))
+        except BaseException as exc:  # handed to the caller
+            box.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="tallyboard-store-call", daemon=True).start()
+    if not done.wait(seconds):
+        raise TimeoutError(
+            f"{what}: the store did not answer within {seconds:g} s "
+            "(TALLYBOARD_REMOTE_DEADLINE or deadline= sets this)"
+        )
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
+def fetch(
+    fs: Any,
+    path: str,
+    offset: int = 0,
+    tries: int = TRIES,
+    end: int | None = None,
+    deadline: float | None = None,
+) -> bytes:
+    """The bytes of ``path`` from ``offset`` on (up to ``end``, when given), tried ``tries``
+    times with backoff; each request given ``deadline`` seconds (a store that does not answer
+    in time raises ``TimeoutError`` at once, not tried again)."""
     wait = BACKOFF
     for attempt in range(tries):
         try:
-            return bytes(fs.cat_file(path, start=offset or None))
+            return bytes(
+                within(
+                    lambda: fs.cat_file(path, start=offset or None, end=end),
+                    deadline,
+                    url(fs, path),
+                )
+            )
         except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:
             raise type(exc)(f"{url(fs, path)}: the store refused the read ({exc})") from exc
+        except TimeoutError:
+            raise
         except Exception as exc:
             if attempt == tries - 1:
                 raise OSError(
@@ -142,10 +190,14 @@ def fetch_ahead(
     jobs: Sequence[tuple[str, int, int]],
     threads: int = FETCH_THREADS,
     max_bytes: int = MAX_BYTES,
-) -> Generator[tuple[int, bytes], None, None]:
+    errors: str = "raise",
+    deadline: float | None = None,
+) -> Generator[tuple[int, Any], None, None]:
     """``(index, data)`` for each ``(path, offset, size)`` of ``jobs``, in order, fetched by
     ``threads`` threads ahead of the caller; the bytes fetched and not yet handed on (those of
-    the file just yielded included) stay under ``max_bytes``, or are one file."""
+    the file just yielded included) stay under ``max_bytes``, or are one file. A fetch that
+    fails raises its error here, or with ``errors="yield"`` is handed on in place of the data
+    (the other files are still fetched). Each request is given ``deadline`` seconds."""
     from concurrent.futures import ThreadPoolExecutor
 
     if not jobs:
@@ -160,11 +212,17 @@ def fetch_ahead(
                 want = max(size - offset, 0)
                 if pending and held + want > max_bytes:
                     break
-                pending.append((pool.submit(fetch, fs, path, offset), want))
+                future = pool.submit(fetch, fs, path, offset, TRIES, size, deadline)
+                pending.append((future, want))
                 held += want
                 nxt += 1
             future, want = pending.popleft()
-            data = future.result()
+            try:
+                data = future.result()
+            except OSError as exc:
+                if errors != "yield":
+                    raise
+                data = exc
             yield nxt - len(pending) - 1, data
             held -= want
     finally:

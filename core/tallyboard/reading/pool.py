@@ -1,11 +1,17 @@
 """Decoding many files on every core: a pool of worker processes, sized to the machine.
 
 Decoding is Python and numpy work that holds the GIL, so threads do not help; processes do.
-Each worker gets a reader (pickled: its path, offset and decoders), calls ``read_new`` and sends
-back the reader with its new offset and the batch, so incremental reads stay incremental. Warnings
-a worker raises (a damaged record) are raised again here, in the caller, so none is lost.
-The pool is forked (no re-import), only while this process runs no other thread (forking a
-threaded process can copy a held lock), and only when the work is big enough to pay for it.
+Files are read in tasks: runs of consecutive files of about the same total size, each read in
+one call (a reader class's ``read_many`` decodes a task's small files in one vectorised pass,
+see :class:`tallyboard.plugin.readers.FileReader`). The pool is forked (no re-import), only while
+this process runs no other thread (forking a threaded process can copy a held lock), and only
+when the work is big enough to pay for it. A worker finds the files and their readers in the
+memory it was forked with (the :class:`Job`), so only task numbers travel to it; it sends back
+the task's :class:`~tallyboard.plugin.readers.Batches` and, when the caller reads the files again
+later, the readers with their new offsets. Warnings a worker raises (a damaged record) are
+raised again here, in the caller, so none is lost; a task whose results do not pickle (a
+plugin's row holding an object that cannot travel) is read again here, from the offsets this
+process still has.
 """
 
 from __future__ import annotations
@@ -15,12 +21,22 @@ import pickle
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from tallyboard.plugin.readers import Batch, FileReader
+from tallyboard.plugin.readers import Batch, Batches, ChunkedFileReader, FileReader
 
 #: bytes of files below which one process reads them all (starting workers costs more).
 MIN_POOL_BYTES = 8 << 20
+#: bounds on the bytes of one task, and on its files.
+TASK_BYTES, MIN_TASK_BYTES, MAX_TASK_BYTES, MAX_TASK_FILES = 256 << 10, 256 << 10, 8 << 20, 2048
+
+
+class Job(Protocol):
+    """The files of one read: a worker forked from the caller finds them here."""
+
+    def reader(self, i: int) -> FileReader:
+        """The reader of file ``i`` (made on first use)."""
+        ...
 
 
 def cores() -> int:
@@ -43,21 +59,172 @@ def pool_size(workers: int | None, n_files: int, n_bytes: int) -> int:
     return max(1, min(cores(), n_files))
 
 
-def _read_one(reader: FileReader) -> tuple[FileReader, Batch, list[tuple[str, type[Warning]]]]:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        batch = reader.read_new()
-    return reader, batch, [(str(w.message), w.category) for w in caught]
+def plan(sizes: Sequence[int], groups: Sequence[Any], workers: int) -> list[tuple[int, int]]:
+    """Tasks ``(start, stop)`` over files of ``sizes`` bytes: runs of consecutive files of about
+    the same total (so every worker stays busy to the end), never across a change of
+    ``groups`` (the reader kind: a task is read in one call)."""
+    total = sum(sizes)
+    target = TASK_BYTES if workers <= 1 else total // (workers * 8)
+    target = max(MIN_TASK_BYTES, min(MAX_TASK_BYTES, target))
+    tasks = []
+    start, held = 0, 0
+    for i, size in enumerate(sizes):
+        if i > start and (
+            held + size > target or i - start >= MAX_TASK_FILES or groups[i] != groups[start]
+        ):
+            tasks.append((start, i))
+            start, held = i, 0
+        held += size
+    if start < len(sizes):
+        tasks.append((start, len(sizes)))
+    return tasks
 
 
-def _can_fork(readers: Sequence[FileReader]) -> bool:
-    """Forking is safe (no other thread) and the readers travel (a plugin's decoder defined in
-    a function, say, does not pickle: then they are read here)."""
+def _takes_light(many: Any) -> bool:
+    """Whether a ``read_many`` takes the ``light`` keyword (a listing's cheaper read)."""
+    import inspect
+
+    try:
+        return "light" in inspect.signature(many).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def read_group(readers: Sequence[FileReader], light: bool = False) -> Batches:
+    """Read ``readers`` (each its own file) once: runs of one reader class that offers
+    ``read_many`` in one call each, the others one by one. ``light`` asks the readers that
+    can for a listing's read (tags, steps and wall times; see
+    :class:`~tallyboard.plugin.readers.FileReader`)."""
+    parts: list[Batches] = []
+    i = 0
+    while i < len(readers):
+        cls = type(readers[i])
+        j = i + 1
+        while j < len(readers) and type(readers[j]) is cls:
+            j += 1
+        many = getattr(cls, "read_many", None)
+        if many is not None and j - i > 1:
+            if light and _takes_light(many):
+                parts.append(many(readers[i:j], light=True))
+            else:
+                parts.append(many(readers[i:j]))
+        else:
+            parts.append(Batches.of([r.read_new() for r in readers[i:j]]))
+        i = j
+    return parts[0] if len(parts) == 1 else Batches.concat(parts)
+
+
+def concat(parts: Sequence[Batches]) -> Batches:
+    """Several :class:`Batches` as one (see :meth:`Batches.concat`)."""
+    return Batches.concat(parts)
+
+
+_JOB: Job | None = None  # the job of the pool being run: what forked workers read
+
+
+def _read_task(
+    job: Job, start: int, stop: int, keep: bool, light: bool = False, window: int | None = None
+) -> tuple[list[FileReader] | None, Batches, list[tuple[str, type[Warning]]], list[bool]]:
+    readers = [job.reader(i) for i in range(start, stop)]
+    windowed = [r for r in readers if isinstance(r, ChunkedFileReader)] if window else []
+    for r in windowed:
+        r.read_limit = window
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            batches = read_group(readers, light)
+    finally:
+        for r in windowed:  # back to the class's: a reader kept reads to the end next time
+            del r.read_limit
+    capped = [
+        bool(vars(r).pop("capped", False)) if hasattr(r, "__dict__") else False for r in readers
+    ]
+    return (
+        (readers if keep else None),
+        batches,
+        [(str(w.message), w.category) for w in caught],
+        capped,
+    )
+
+
+def _worker_task(
+    start: int, stop: int, keep: bool, light: bool, window: int | None
+) -> bytes | None:
+    """In a worker: read a task of the job it was forked with; the results pickled, or None
+    when they do not pickle (the caller then reads the task itself)."""
+    assert _JOB is not None
+    return _pickled(_read_task(_JOB, start, stop, keep, light, window))
+
+
+def _can_fork() -> bool:
+    """Forking is safe: the platform forks, and no other thread runs here."""
     import multiprocessing
 
-    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() != 1:
-        return False
-    return _pickled(readers[0]) is not None
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
+def read_tasks(
+    job: Job,
+    tasks: Sequence[tuple[int, int]],
+    workers: int,
+    keep: bool = True,
+    done: Callable[[int], None] | None = None,
+    light: bool = False,
+    window: int | None = None,
+) -> Iterator[tuple[int, list[FileReader] | None, Batches, list[bool]]]:
+    """``(start, readers, batches)`` for each task ``(start, stop)``, in order: each file read
+    once, by ``workers`` processes when more than one (and forking is safe), else here.
+    ``readers`` are the readers to keep (a worker's copies, which have advanced; None when
+    ``keep`` is false, where the caller reads each file only once). ``done(n)`` is called as
+    ``n`` more files are read; ``light`` asks for a listing's read (:func:`read_group`);
+    ``window`` bounds the bytes one read of a file consumes (a reader kept in chunks stops
+    there and is flagged in the last item, ``capped``, to be read on)."""
+    global _JOB
+    if workers <= 1 or len(tasks) < 2 or not _can_fork():
+        for start, stop in tasks:
+            readers, batches, caught, capped = _read_task(job, start, stop, True, light, window)
+            for message, category in caught:
+                warnings.warn(message, category, stacklevel=2)
+            if done is not None:
+                done(stop - start)
+            yield start, (readers if keep else None), batches, capped
+        return
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    if _JOB is not None:
+        raise RuntimeError("a pool read is already running in this process")
+    _JOB = job
+    try:
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        for _ in pool.map(int, range(workers)):  # start the workers while the job is set
+            pass
+    finally:
+        _JOB = None
+    pending: deque[tuple[int, int, Future[bytes | None]]] = deque()
+    nxt = 0
+    try:
+        while nxt < len(tasks) or pending:
+            while nxt < len(tasks) and len(pending) < workers * 3:  # a few tasks ahead
+                start, stop = tasks[nxt]
+                task = pool.submit(_worker_task, start, stop, keep, light, window)
+                pending.append((start, stop, task))
+                nxt += 1
+            start, stop, future = pending.popleft()
+            result = future.result()
+            if result is None:  # it did not travel: read here, from the offsets kept here
+                readers, batches, caught, capped = _read_task(job, start, stop, True, light, window)
+            else:
+                readers, batches, caught, capped = pickle.loads(result)
+            del result
+            for message, category in caught:
+                warnings.warn(message, category, stacklevel=2)
+            if done is not None:
+                done(stop - start)
+            yield start, (readers if keep else None), batches, capped
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def read_files(
@@ -68,47 +235,19 @@ def read_files(
     """``(index, reader, batch)`` for every reader, in order: each reader read once, by
     ``workers`` processes when more than one (and forking is safe), else here. The reader given
     back is the one to keep (a worker's copy, which has advanced). ``done`` is called per file."""
-    if workers <= 1 or len(readers) < 2 or not _can_fork(readers):
-        for i, reader in enumerate(readers):
-            batch = reader.read_new()
+
+    class _Given:
+        def reader(self, i: int) -> FileReader:
+            return readers[i]
+
+    sizes = [1] * len(readers)
+    tasks = plan(sizes, [type(r) for r in readers], workers)
+    for start, got, batches, _ in read_tasks(_Given(), tasks, workers):
+        assert got is not None
+        for k, batch in enumerate(batches.split()):
             if done is not None:
                 done()
-            yield i, reader, batch
-        return
-    import multiprocessing
-    from collections import deque
-    from concurrent.futures import Future, ProcessPoolExecutor
-
-    # a few files per task: less pickling per file, still balanced between the workers; at
-    # most four tasks a worker ahead of the caller, so results do not pile up unread
-    chunk = max(1, min(64, len(readers) // (workers * 8)))
-    starts = range(0, len(readers), chunk)
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-    pending: deque[tuple[int, Future[bytes | None] | None]] = deque()
-    nxt = 0
-    try:
-        while nxt < len(starts) or pending:
-            while nxt < len(starts) and len(pending) < workers * 4:
-                first = starts[nxt]
-                payload = _pickled(readers[first : first + chunk])
-                future = None if payload is None else pool.submit(_read_chunk, payload)
-                pending.append((first, future))
-                nxt += 1
-            first, future = pending.popleft()
-            result = None if future is None else future.result()
-            items = (
-                [_read_one(r) for r in readers[first : first + chunk]]  # they did not travel
-                if result is None
-                else pickle.loads(result)
-            )
-            for k, (reader, batch, caught) in enumerate(items):
-                for message, category in caught:
-                    warnings.warn(message, category, stacklevel=2)
-                if done is not None:
-                    done()
-                yield first + k, reader, batch
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+            yield start + k, got[k], batch
 
 
 def _pickled(value: Any) -> bytes | None:
@@ -118,9 +257,3 @@ def _pickled(value: Any) -> bytes | None:
         return pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
     except Exception:
         return None
-
-
-def _read_chunk(payload: bytes) -> bytes | None:
-    """In a worker: read each reader of ``payload``; the results pickled, or None when they do
-    not pickle (the caller then reads those files itself, from the offsets it still has)."""
-    return _pickled([_read_one(reader) for reader in pickle.loads(payload)])

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import stat
+import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from fnmatch import fnmatchcase
 from typing import Any
 
-from tallyboard.plugin.readers import Batch, FileReader, ReaderSpec
+from tallyboard.plugin.readers import Batch, Batches, FileReader, ReaderSpec
 from tallyboard.reading.fetch import LocalFiles, Prefetched, fetch_ahead, is_local
-from tallyboard.reading.pool import pool_size, read_files
+from tallyboard.reading.pool import plan, pool_size, read_tasks
 from tallyboard.warn import ReadWarning
 
 
@@ -57,29 +59,245 @@ def local_files(root: str) -> list[tuple[str, bool, int]]:
     """``(path, regular, size)`` for every file under the local directory ``root``, symlinked folders
     followed as TensorBoard follows them, but never into a folder the path is already inside (a
     link loop); ``regular`` is False for a FIFO, socket, device or dangling link, which are
-    never opened (a FIFO would block the reader)."""
+    never opened (a FIFO would block the reader). One ``scandir`` per folder and one ``stat``
+    per file; folders cost none (the kind of an entry comes with the listing), but links,
+    whose targets are compared with the folders the path is inside. Nothing is kept
+    (:class:`LocalTree` keeps what a later scan needs)."""
     out: list[tuple[str, bool, int]] = []
-    st = os.stat(root)
-    todo = [(root, frozenset({(st.st_dev, st.st_ino)}))]
+    keys: dict[str, tuple[int, int]] = {}  # folder -> (st_dev, st_ino), stat-ed when needed
+
+    def key(path: str) -> tuple[int, int]:
+        found = keys.get(path)
+        if found is None:
+            st = os.stat(path)
+            found = keys[path] = (st.st_dev, st.st_ino)
+        return found
+
+    todo: list[tuple[str, tuple[str, ...]]] = [(root, (root,))]
+    isdir, isreg = stat.S_ISDIR, stat.S_ISREG
     while todo:
         top, inside = todo.pop()
         try:
-            entries = list(os.scandir(top))
+            with os.scandir(top) as it:
+                entries = list(it)
         except OSError:
             continue
         for entry in entries:
             try:
-                st = os.stat(entry.path)
+                if entry.is_dir(follow_symlinks=False):  # a folder, not a link: no loop
+                    todo.append((entry.path, (*inside, entry.path)))
+                    continue
+                if entry.is_file(follow_symlinks=False):
+                    out.append((entry.path, True, entry.stat(follow_symlinks=False).st_size))
+                    continue
+                st = entry.stat()  # a link (followed) or a special file
             except OSError:
                 out.append((entry.path, False, 0))
                 continue
-            if stat.S_ISDIR(st.st_mode):
-                key = (st.st_dev, st.st_ino)
-                if key not in inside:
-                    todo.append((entry.path, inside | {key}))
+            if isdir(st.st_mode):
+                target = (st.st_dev, st.st_ino)
+                try:
+                    loop = any(key(folder) == target for folder in inside)
+                except OSError:
+                    loop = True
+                if not loop:
+                    keys[entry.path] = target
+                    todo.append((entry.path, (*inside, entry.path)))
             else:
-                out.append((entry.path, stat.S_ISREG(st.st_mode), st.st_size))
+                out.append((entry.path, isreg(st.st_mode), st.st_size))
     return out
+
+
+def _stat_all(paths: list[str], field: str) -> Any:
+    """``field`` of ``os.stat`` of every path as an int64 array (-1 where it fails), in one
+    tight pass while none fails."""
+    import numpy as np
+
+    st = os.stat
+    try:
+        if field == "st_size":
+            got = [st(p).st_size for p in paths]
+        else:
+            got = [st(p).st_mtime_ns for p in paths]
+    except OSError:
+        got = []
+        for p in paths:
+            try:
+                got.append(getattr(st(p), field))
+            except OSError:
+                got.append(-1)
+    return np.array(got, np.int64)
+
+
+class _Dir:
+    """A folder as last scanned: its mtime, its ``(st_dev, st_ino)`` and the folder it is in
+    (a link back to a folder it is inside is a loop), its files and subfolders."""
+
+    __slots__ = ("mtime", "key", "parent", "files", "subdirs")
+
+    def __init__(self, mtime: int, key: tuple[int, int], parent: str | None) -> None:
+        self.mtime, self.key, self.parent = mtime, key, parent
+        self.files: dict[str, tuple[bool, int]] = {}
+        self.subdirs: list[str] = []
+
+
+class LocalTree:
+    """The files under a local directory, kept between scans so that a later :meth:`scan` costs
+    a ``stat`` per known folder and file, not a walk of the whole tree.
+
+    A folder is listed again only when its mtime changed (a file or folder was added, removed
+    or renamed in it) or was too recent to trust at the previous scan: file systems stamp times
+    at a coarse granularity, so a change made in the same tick as that scan may leave the mtime
+    as it was. Files are ``stat``-ed every scan for their size (appending changes no folder).
+    """
+
+    #: a folder whose mtime is this close to (or after) the previous scan's start is listed again.
+    racy_ns = 2_000_000_000
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._dirs: dict[str, _Dir] = {}
+        self._started = 0  # time.time_ns() when the previous scan began (0: none yet)
+        #: every file found, and, flat, the folders and regular files stat-ed at each scan.
+        self._all: dict[str, tuple[bool, int]] = {}
+        self._dir_list: list[str] = []
+        self._mtimes: Any = None
+        self._file_list: list[str] = []
+        self._sizes: Any = None
+        #: after a scan: whether files appeared or vanished, and (when not) those that resized.
+        self.changed = True
+        self.resized: list[str] = []
+
+    def scan(self) -> dict[str, tuple[bool, int]]:
+        """``{path: (regular, size)}`` of every file now under the root (see :func:`local_files`).
+
+        The folders and files known are stat-ed in two tight passes; :attr:`changed` and
+        :attr:`resized` then say what this scan found different."""
+        import numpy as np
+
+        started = time.time_ns()
+        self.resized = []
+        if not self._dirs:
+            self._walk(self.root, os.stat(self.root), None)
+            self._rebuild()
+            self._started = started
+            return self._all
+        self.changed = False
+        trust_before = self._started - self.racy_ns
+        mtimes = _stat_all(self._dir_list, "st_mtime_ns")
+        suspect = np.flatnonzero((mtimes != self._mtimes) | (self._mtimes >= trust_before))
+        for i in suspect.tolist():
+            path = self._dir_list[i]
+            d = self._dirs.get(path)
+            if d is None:  # dropped with a folder above it
+                continue
+            if mtimes[i] < 0:
+                self._drop(path)
+                self.changed = True
+                continue
+            before = (set(d.files), set(d.subdirs))
+            self._relist(path, d, int(mtimes[i]))
+            if (set(d.files), set(d.subdirs)) != before:
+                self.changed = True
+        if self.changed:
+            self._rebuild()
+        elif len(suspect):
+            self._mtimes = mtimes  # the same folders, some relisted with their new times
+            for i in suspect.tolist():
+                self._mtimes[i] = self._dirs[self._dir_list[i]].mtime
+        sizes = _stat_all(self._file_list, "st_size")
+        moved = np.flatnonzero(sizes != self._sizes)
+        for i in moved.tolist():
+            path = self._file_list[i]
+            if sizes[i] < 0:  # vanished without its folder telling yet: listed next scan
+                continue
+            self._all[path] = (True, int(sizes[i]))
+            d = self._dirs[path.rsplit(os.sep, 1)[0] if os.sep in path else path]
+            d.files[path] = (True, int(sizes[i]))
+            self.resized.append(path)
+        self._sizes = sizes
+        self._started = started
+        return self._all
+
+    def _rebuild(self) -> None:
+        """The flat lists and the union of every folder's files, after folders changed."""
+        import numpy as np
+
+        self.changed = True
+        self._all = {}
+        for d in self._dirs.values():
+            self._all.update(d.files)
+        self._dir_list = list(self._dirs)
+        self._mtimes = np.array([self._dirs[p].mtime for p in self._dir_list], np.int64)
+        self._file_list = [p for p, (regular, _) in self._all.items() if regular]
+        self._sizes = np.array([self._all[p][1] for p in self._file_list], np.int64)
+
+    @staticmethod
+    def _entries(top: str) -> list[tuple[str, os.stat_result | None]]:
+        """``(path, stat or None)`` of the entries of ``top`` (None: a dangling link)."""
+        try:
+            with os.scandir(top) as it:
+                entries = list(it)
+        except OSError:
+            return []
+        out: list[tuple[str, os.stat_result | None]] = []
+        for entry in entries:
+            try:
+                out.append((entry.path, entry.stat()))
+            except OSError:
+                out.append((entry.path, None))
+        return out
+
+    def _walk(self, top: str, st: os.stat_result, parent: str | None) -> None:
+        """List ``top`` and every folder below it (not known yet)."""
+        todo = [(top, st, parent)]
+        while todo:
+            path, st, parent = todo.pop()
+            d = self._dirs[path] = _Dir(st.st_mtime_ns, (st.st_dev, st.st_ino), parent)
+            for sub, sub_st in self._fill(path, d):
+                todo.append((sub, sub_st, path))
+
+    def _inside(self, d: _Dir, key: tuple[int, int]) -> bool:
+        """Whether the folder ``key`` is ``d`` or a folder ``d`` is in."""
+        at: _Dir | None = d
+        while at is not None:
+            if at.key == key:
+                return True
+            at = self._dirs.get(at.parent) if at.parent is not None else None
+        return False
+
+    def _fill(self, path: str, d: _Dir) -> list[tuple[str, Any]]:
+        """Record the files of ``path`` in ``d``; returns its subfolders to enter (not loops)."""
+        subs = []
+        for entry, st in self._entries(path):
+            if st is None:
+                d.files[entry] = (False, 0)
+            elif stat.S_ISDIR(st.st_mode):
+                if not self._inside(d, (st.st_dev, st.st_ino)):
+                    subs.append((entry, st))
+            else:
+                d.files[entry] = (stat.S_ISREG(st.st_mode), st.st_size)
+        d.subdirs = [sub for sub, _ in subs]
+        return subs
+
+    def _relist(self, path: str, d: _Dir, mtime: int) -> None:
+        """List ``path`` again: new folders are walked, vanished ones dropped."""
+        before = set(d.subdirs)
+        d.mtime = mtime
+        d.files = {}
+        for sub, st in self._fill(path, d):
+            if sub not in before:
+                self._walk(sub, st, path)
+        for sub in before - set(d.subdirs):
+            self._drop(sub)
+
+    def _drop(self, path: str) -> None:
+        """Forget ``path`` and every folder below it."""
+        todo = [path]
+        while todo:
+            d = self._dirs.pop(todo.pop(), None)
+            if d is not None:
+                todo.extend(d.subdirs)
 
 
 def _reader_for(readers: dict[str, ReaderSpec], basename: str) -> ReaderSpec | None:
@@ -89,12 +307,47 @@ def _reader_for(readers: dict[str, ReaderSpec], basename: str) -> ReaderSpec | N
     return None
 
 
+class _File:
+    """A recognised file of a wanted run: its run, reader spec, reader (made on first read), the
+    size the last listing gave and the listed size when it was last read."""
+
+    __slots__ = ("run", "spec", "reader", "size", "read_at")
+
+    def __init__(self, run: str, spec: ReaderSpec, size: int) -> None:
+        self.run, self.spec, self.size = run, spec, size
+        self.reader: FileReader | None = None
+        self.read_at = -1
+
+
+class _Job:
+    """The files of one read, as the pool finds them (:class:`tallyboard.reading.pool.Job`).
+    ``copies``: each file is read by a copy of its reader (a new one when it has none), kept
+    only once the caller takes what it read (:meth:`RunReader.commit`)."""
+
+    def __init__(self, owner: RunReader, paths: list[str], copies: bool = False) -> None:
+        self.owner, self.paths, self.copies = owner, paths, copies
+
+    def reader(self, i: int) -> FileReader:
+        if not self.copies:
+            return self.owner._reader_of(self.paths[i])
+        f = self.owner._open[self.paths[i]]
+        if f.reader is not None:
+            return copy.copy(f.reader)
+        return self.owner._reader_of(self.paths[i], keep=False)
+
+
 class RunReader:
     """Reads every recognised file under a log dir; calling :meth:`read` again yields only new data.
 
     Runs are directories holding readable files, named by their path relative to the log dir
     (``"."`` for the log dir itself). ``runs`` (names or globs) keeps only the runs matching one:
     the others are never opened, nor fetched from a remote store.
+
+    Each listing (:meth:`refresh`) notes every file's size; a file whose reader keeps a byte
+    offset (``reader.offset``) is opened again only once its size changed, so a re-read of a
+    large tree where a few files grew opens those few. Files that disappear are forgotten.
+    ``keep=False`` is for a tree read once (:func:`tallyboard.read`, ``ls``): no reader is kept
+    after its file is read, so memory holds the listing, not a reader per file.
     """
 
     def __init__(
@@ -103,10 +356,13 @@ class RunReader:
         formats: str | Iterable[str] | None = None,
         kind: str | None = None,
         runs: str | Iterable[str] | None = None,
+        keep: bool = True,
+        deadline: float | None = None,
     ) -> None:
         import fsspec
 
         from tallyboard.plugin.registry import get_registry
+        from tallyboard.reading.fetch import within
 
         if not isinstance(logdir, str) or not logdir:
             raise TypeError(f"logdir must be a non-empty str path or URL, got {logdir!r}")
@@ -116,25 +372,56 @@ class RunReader:
         self.formats = _format_names(formats, self._readers)
         self._wanted_run = matcher(names_or_globs(runs, "runs"))
         self.kind = kind
+        self.keep = keep
+        if deadline is not None and not (
+            isinstance(deadline, (int, float))
+            and not isinstance(deadline, bool)
+            and 0 < deadline < float("inf")
+        ):
+            raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
+        #: seconds a call to a remote store may take (None: TALLYBOARD_REMOTE_DEADLINE's).
+        self.deadline = deadline
         self.fs, root = fsspec.core.url_to_fs(logdir)
         self.root = root.rstrip("/") or "/"
-        if not self.fs.isdir(self.root):
+        if is_local(self.fs):
+            here = self.fs.isdir(self.root)
+        else:
+            here = within(lambda: self.fs.isdir(self.root), deadline, logdir)
+        if not here:
             raise ValueError(f"logdir {logdir!r} is not a directory")
-        self._open: dict[str, tuple[str, FileReader]] = {}
+        #: the files read (of wanted runs, in a chosen format), in reading order.
+        self._open: dict[str, _File] = {}
         self._not_files: set[str] = set()  # special files already reported
-        self._sizes: dict[str, int] = {}  # file -> size when last listed
+        self._sizes: dict[str, int] = {}  # every recognised file -> size when last listed
+        self._shrunk: set[str] = set()  # files that shrank, already reported
+        #: files to read at the next read: new, grown, or read by a reader that keeps no offset.
+        self._dirty: set[str] = set()
+        #: every listed file -> the reader spec that reads it (None: no reader does).
+        self._spec_of: dict[str, ReaderSpec | None] = {}
+        #: run directory -> its recognised files (read or not) and their formats.
+        self._present: dict[str, dict[str, ReaderSpec]] = {}
+        self._local: LocalTree | None = None
         #: what readers open files through: on a remote store, one serving bytes fetched ahead.
         self._source: Any = LocalFiles(self.fs)
         if not is_local(self.fs):
             self._source = Prefetched(self.fs)
+        self._listed_once = False
         self._format_decoders: dict[str, dict[str, Callable[..., Any]]] = {}
         self._chosen: dict[str, str] = {}  # run directory -> the competing format read there
         #: run directory -> competing formats found there but not read (same values again).
         self.skipped: dict[str, set[str]] = {}
 
+    def run_of(self, parent: str) -> str:
+        """The run name of the directory ``parent`` (its path relative to the log dir)."""
+        return parent[len(self.root) :].strip("/") or "."
+
     def _choose(self, parent: str, present: set[str]) -> str | None:
         """The competing format read in ``parent``: kept once chosen, so re-reads stay whole."""
         chosen = self._chosen.get(parent)
+        if chosen is None and len(present) == 1:  # one format here: no choice to make
+            (chosen,) = present
+            self._chosen[parent] = chosen
+            return chosen
         if chosen is None and present:
             able = {
                 f
@@ -147,13 +434,33 @@ class RunReader:
             self.skipped.setdefault(parent, set()).update(present - {chosen})
         return chosen
 
-    def discover(self) -> list[tuple[str, FileReader]]:
-        """``(run, reader)`` for every recognised file, new files included: read them one by one
-        (``reader.read_new()``) to hold one file's records at a time."""
+    def refresh(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """List the log dir again: take in the files that appeared, forget those that are gone.
+
+        Returns ``(opened, gone)``: the paths of the files to read that this listing found,
+        and ``(path, run)`` of such files no longer there. A file that shrank below where it
+        was read is reported once and not read again (writers append; a file rewritten in
+        place cannot be followed).
+        """
+        if self._local is not None and self._listed_once:
+            self._local.scan()
+            if not self._local.changed:  # no file appeared nor vanished: only sizes moved
+                all_files = self._local._all
+                self._resized(
+                    [(p.replace(os.sep, "/"), all_files[p][1]) for p in self._local.resized]
+                )
+                return [], []
+        listing = self._files(scanned=self._local is not None and self._listed_once)
         found: dict[str, list[tuple[str, ReaderSpec]]] = {}
-        for path, regular, size in self._files():
-            spec = _reader_for(self._readers, path.rsplit("/", 1)[-1])
-            if spec is not None and not regular:
+        sizes, spec_of, resized = self._sizes, self._spec_of, []
+        for path, regular, size in listing:
+            try:
+                spec = spec_of[path]
+            except KeyError:
+                spec = spec_of[path] = _reader_for(self._readers, path.rsplit("/", 1)[-1])
+            if spec is None:
+                continue
+            if not regular:
                 if path not in self._not_files:
                     self._not_files.add(path)
                     warnings.warn(
@@ -163,23 +470,139 @@ class RunReader:
                         2,
                     )
                 continue
-            if spec is not None and (self.formats is None or spec.name in self.formats):
+            if self.formats is None or spec.name in self.formats:
                 found.setdefault(path.rsplit("/", 1)[0], []).append((path, spec))
-                self._sizes[path] = size
+                if sizes.get(path) != size:
+                    sizes[path] = size
+                    resized.append(path)
+        gone = self._forget(found, listing)
+        opened = []
         for parent, files in found.items():
-            run = parent[len(self.root) :].strip("/") or "."
+            present = self._present.get(parent)
+            if present is not None and len(present) == len(files):
+                continue  # nothing new in this run directory
+            run = self.run_of(parent)
             if not self._wanted_run(run):
                 continue
+            present = self._present.setdefault(parent, {})
+            fresh = [(p, s) for p, s in files if p not in present]
+            if not fresh:
+                continue
+            present.update(fresh)
             chosen = None
             if self.formats is None:  # asked for no format: one of the competing ones
-                chosen = self._choose(parent, {s.name for _, s in files if s.priority is not None})
+                chosen = self._choose(
+                    parent, {s.name for s in present.values() if s.priority is not None}
+                )
             for path, spec in files:
                 if path in self._open or (
                     spec.priority is not None and chosen not in (None, spec.name)
                 ):
                     continue
-                self._open[path] = (run, spec.open(self._source, path, self._decoders_of(spec)))
-        return list(self._open.values())
+                self._open[path] = _File(run, spec, sizes[path])
+                self._dirty.add(path)
+                opened.append(path)
+        self._resized([(p, sizes[p]) for p in resized])
+        self._listed_once = True
+        return opened, gone
+
+    def _resized(self, changes: list[tuple[str, int]]) -> None:
+        """Note the new sizes of files of the last listing; a file that shrank below where it
+        was read is reported once and not read again."""
+        for path, size in changes:
+            if path not in self._sizes:
+                continue  # a file no reader reads
+            self._sizes[path] = size
+            f = self._open.get(path)
+            if f is None:
+                continue
+            f.size = size
+            self._dirty.add(path)
+            offset = getattr(f.reader, "offset", None)
+            if isinstance(offset, int) and f.size < offset and path not in self._shrunk:
+                self._shrunk.add(path)
+                warnings.warn(
+                    f"{path}: the file shrank to {f.size} bytes after being read to offset"
+                    f" {offset}; it is not read again (a file rewritten in place cannot be"
+                    " read incrementally)",
+                    ReadWarning,
+                    2,
+                )
+                if hasattr(f.reader, "dead"):
+                    f.reader.dead = True  # type: ignore[union-attr]
+
+    def _forget(
+        self, found: dict[str, list[tuple[str, ReaderSpec]]], listing: list[tuple[str, bool, int]]
+    ) -> list[tuple[str, str]]:
+        """Drop the files not in ``found`` any more; returns those that were read."""
+        if not self._listed_once:
+            return []
+        if len(self._spec_of) > len(listing):  # some file listed before is gone
+            here_all = {path for path, _, _ in listing}
+            for path in [p for p in self._spec_of if p not in here_all]:
+                del self._spec_of[path]
+        here = {path for files in found.values() for path, _ in files}
+        if len(here) == len(self._sizes):  # every file found before (and no other) is here
+            return []
+        gone = [(path, f.run) for path, f in self._open.items() if path not in here]
+        for path, _ in gone:
+            del self._open[path]
+            self._dirty.discard(path)
+        for path in [p for p in self._sizes if p not in here]:
+            del self._sizes[path]
+            self._shrunk.discard(path)
+        for parent in [p for p in self._present if p not in found]:
+            del self._present[parent]  # the run directory holds no recognised file now
+            self._chosen.pop(parent, None)
+            self.skipped.pop(parent, None)
+        for present in self._present.values():
+            for path in [p for p in present if p not in here]:
+                del present[path]
+        return gone
+
+    def run_of_file(self, path: str) -> str:
+        """The run of the file ``path`` (one :meth:`refresh` found)."""
+        return self._open[path].run
+
+    def reset(self) -> None:
+        """Forget every file, offset and listing: the next read starts over."""
+        for table in (
+            self._open,
+            self._dirty,
+            self._sizes,
+            self._shrunk,
+            self._not_files,
+            self._spec_of,
+            self._present,
+            self._chosen,
+            self.skipped,
+        ):
+            table.clear()
+        self._local = None
+        self._listed_once = False
+
+    def discover(self) -> list[tuple[str, FileReader]]:
+        """``(run, reader)`` for every recognised file, new files included: read them one by one
+        (``reader.read_new()``) to hold one file's records at a time."""
+        self.refresh()
+        return [(f.run, self._reader_of(path, True)) for path, f in self._open.items()]
+
+    def paths(self) -> list[tuple[str, str]]:
+        """``(path, run)`` of every file to read, in reading order (as :meth:`refresh` left
+        them)."""
+        return [(path, f.run) for path, f in self._open.items()]
+
+    def _reader_of(self, path: str, keep: bool | None = None) -> FileReader:
+        """The reader of ``path``, made on first use (and kept, unless this is a one-time
+        read)."""
+        f = self._open[path]
+        reader = f.reader
+        if reader is None:
+            spec = f.spec
+            reader = spec.open(self._source, path, self._decoders_of(spec))
+            if self.keep if keep is None else keep:
+                f.reader = reader
+        return reader
 
     def _decoders_of(self, spec: ReaderSpec) -> dict[str, Callable[..., Any]]:
         """The decoders of ``spec``'s format by kind: one dict shared by all its files."""
@@ -190,22 +613,60 @@ class RunReader:
             }
         return found
 
-    def _files(self) -> list[tuple[str, bool, int]]:
-        """``(path, regular, size)`` of every file under the log dir, sorted."""
+    def _files(self, scanned: bool = False) -> list[tuple[str, bool, int]]:
+        """``(path, regular, size)`` of every file under the log dir, sorted (``scanned``: the
+        local tree was scanned just now)."""
         from fsspec.implementations.local import LocalFileSystem
 
         if isinstance(self.fs, LocalFileSystem):
-            return sorted((p.replace(os.sep, "/"), r, n) for p, r, n in local_files(self.root))
-        listing = self.fs.find(self.root, detail=True)  # no FIFOs in a store
+            if self.keep:
+                if self._local is None:
+                    self._local = LocalTree(self.root)
+                files = self._local._all if scanned else self._local.scan()
+                found = [(p, r, n) for p, (r, n) in files.items()]
+            else:
+                found = local_files(self.root)
+            if os.sep != "/":
+                found = [(p.replace(os.sep, "/"), r, n) for p, r, n in found]
+            found.sort()
+            return found
+        from tallyboard.reading.fetch import url, within
+
+        if self._listed_once:
+            # a store's listing cache would hide news (s3fs keeps one per folder: drop all)
+            self.fs.invalidate_cache()
+        listing = within(
+            lambda: self.fs.find(self.root, detail=True),  # no FIFOs in a store
+            self.deadline,
+            f"listing {url(self.fs, self.root)}",
+        )
         return [(p, True, int(listing[p].get("size") or 0)) for p in sorted(listing)]
 
     def opened(self, path: str) -> FileReader:
         """The reader of ``path`` (a worker's copy once a pool has read it)."""
-        return self._open[path][1]
+        return self._reader_of(path)
 
     def size(self, path: str) -> int:
         """The size of ``path`` when last listed (0 when unknown)."""
         return self._sizes.get(path, 0)
+
+    def resume(self, path: str) -> None:
+        """Take ``path`` as read up to now when its reader (given the state of an earlier
+        read) is at or past its listed size: it is then opened only once it grows."""
+        f = self._open[path]
+        offset = getattr(f.reader, "offset", None)
+        if self.keep and isinstance(offset, int) and offset >= f.size:
+            f.read_at = f.size
+            self._dirty.discard(path)
+
+    def unchanged(self, path: str) -> bool:
+        """Whether reading ``path`` now would surely give nothing: it was read before, its
+        reader keeps a byte offset, and the file's listed size is what it was when last read
+        (or the reader is done with it)."""
+        f = self._open[path]
+        if f.reader is None or not isinstance(getattr(f.reader, "offset", None), int):
+            return False  # not read yet, or a reader of another sort (a config read whole)
+        return bool(getattr(f.reader, "dead", False)) or f.read_at == f.size
 
     def read(
         self, workers: int | None = None, progress: Callable[[int], None] | None = None
@@ -219,57 +680,193 @@ class RunReader:
         workers: int | None = None,
         progress: Callable[[int], None] | None = None,
         discover: bool = True,
+        changed_only: bool = False,
     ) -> Iterator[tuple[str, str, Batch]]:
         """``(path, run, batch)`` per file in order, each batch holding what was appended to
         that file since it was last read.
 
         Local files are decoded by ``workers`` processes (default: the cores, when the files
-        are big enough to pay for it; 1: here), a few files ahead of the caller. Remote files
-        are fetched many at once (:mod:`tallyboard.reading.fetch`) and decoded here.
+        are big enough to pay for it; 1: here), many small ones at once. Remote files are
+        fetched many at once (:mod:`tallyboard.reading.fetch`) and decoded here.
         ``progress(files_done)`` is called after each file. ``discover=False`` reads the files
-        the last :meth:`discover` found (no second listing of a store)."""
+        the last :meth:`discover` found (no second listing of a store). A file unchanged since
+        it was last read (:meth:`unchanged`) is not opened: it gives an empty batch, or nothing
+        with ``changed_only``."""
         if discover:
-            self.discover()
-        paths = list(self._open)
+            self.refresh()
+        order = list(self._open)
+        changed = {path for path in order if path in self._dirty}
+        skipped = 0  # unchanged files passed, counted with the files read
+
+        def done(files_read: int) -> None:
+            if progress is not None:
+                progress(skipped + files_read)
+
+        groups = self.iter_groups(workers, done, discover=False, changed=changed)
+        pending: list[tuple[str, str, Batch]] = []
+        read = 0
+        try:
+            for path in order:
+                if path in changed:
+                    if not pending:
+                        paths, runs, batches = next(groups)
+                        pending = list(zip(paths, runs, batches.split()))[::-1]
+                    got = pending.pop()
+                    assert got[0] == path
+                    read += 1
+                    yield got
+                elif not changed_only:
+                    skipped += 1
+                    if progress is not None:
+                        progress(skipped + read)
+                    yield path, self._open[path].run, Batch()
+        finally:
+            groups.close()
+
+    def iter_groups(
+        self,
+        workers: int | None = None,
+        progress: Callable[[int], None] | None = None,
+        discover: bool = True,
+        changed: set[str] | None = None,
+        light: bool = False,
+    ) -> Generator[tuple[list[str], list[str], Batches], None, None]:
+        """``(paths, runs, batches)`` for groups of files read together, in reading order:
+        what was appended to each file of the group since it was last read
+        (``batches.batch(k)`` for ``paths[k]``). Only changed files are read (``changed``,
+        else those not :meth:`unchanged`). ``progress(files_done)`` as in :meth:`iter_read`;
+        ``light`` asks for a listing's read (see :func:`tallyboard.reading.pool.read_group`)."""
+        if discover:
+            self.refresh()
+        for paths, runs, batches, readers, capped in self.read_groups(
+            self.to_read(changed), workers, progress, light
+        ):
+            for k, path in enumerate(paths):
+                self.commit(path, readers[k] if readers is not None else None, capped[k])
+            yield paths, runs, batches
+
+    def to_read(self, changed: set[str] | None = None) -> list[str]:
+        """The files to read, in reading order: those in ``changed``, else those new or grown
+        since they were last read (and those whose reader keeps no offset)."""
+        if changed is None:
+            dirty = self._dirty
+            return [p for p in self._open if p in dirty] if dirty else []
+        return [p for p in self._open if p in changed]
+
+    def read_groups(
+        self,
+        paths: list[str],
+        workers: int | None = None,
+        progress: Callable[[int], None] | None = None,
+        light: bool = False,
+        window: int | None = None,
+        copies: bool = False,
+    ) -> Generator[tuple[list[str], list[str], Batches, Any, list[bool]], None, None]:
+        """``(paths, runs, batches, readers, capped)`` for groups of the files ``paths`` read
+        together, in order, nothing committed: :meth:`commit` each file once what was read of
+        it is taken (``readers[k]`` the reader to keep for ``paths[k]``, None when the reader
+        read in place; ``capped[k]`` when its read stopped at ``window`` bytes, with more to
+        read). ``copies`` reads with copies of the readers, so a file not committed is read
+        again from where it was. A remote file that cannot be fetched is skipped with a
+        warning, and listed in :attr:`failed`, when this reader keeps its readers (it is read
+        again next time); else its error is raised."""
+        self.failed: list[str] = []
+        if isinstance(self._source, Prefetched):
+            yield from self._iter_remote(self._source, paths, progress, window, copies)
+            return
+        files = [self._open[p] for p in paths]
+        left = [
+            max(f.size - getattr(f.reader, "offset", 0), 0) if f.reader is not None else f.size
+            for f in files
+        ]
+        if window is not None:
+            left = [min(n, window) for n in left]
+        workers = pool_size(workers, len(paths), sum(left))
+        tasks = plan(left, [f.spec.name for f in files], workers)
         count = 0
 
-        def done() -> None:
+        def done(n: int) -> None:  # read_tasks counts each task's files: progress takes totals
             nonlocal count
-            count += 1
+            count += n
             if progress is not None:
                 progress(count)
 
-        if isinstance(self._source, Prefetched):
-            yield from self._iter_remote(self._source, paths, done)
+        for start, readers, batches, capped in read_tasks(
+            _Job(self, paths, copies), tasks, workers, self.keep, done, light, window
+        ):
+            n = len(batches)
+            yield (
+                paths[start : start + n],
+                [f.run for f in files[start : start + n]],
+                batches,
+                readers,
+                capped,
+            )
+
+    def commit(self, path: str, reader: FileReader | None, capped: bool = False) -> None:
+        """Take what was read of ``path`` by ``reader`` (kept, when this reader keeps its
+        readers; None: the reader kept read in place): it is not read again, but for what
+        is appended after, or what ``capped`` left."""
+        f = self._open.get(path)
+        if f is None:
             return
-        readers = [self._open[p][1] for p in paths]
-        left = sum(
-            max(self._sizes.get(p, 0) - getattr(r, "offset", 0), 0) for p, r in zip(paths, readers)
-        )
-        for i, reader, batch in read_files(readers, pool_size(workers, len(readers), left), done):
-            run = self._open[paths[i]][0]
-            self._open[paths[i]] = (run, reader)  # a worker's copy has the new offset
-            yield paths[i], run, batch
+        if reader is not None and self.keep:
+            f.reader = reader
+        if capped:
+            f.read_at = -1
+            self._dirty.add(path)
+        else:
+            self._mark_read(path)
+
+    def _mark_read(self, path: str) -> None:
+        f = self._open[path]
+        offset = getattr(f.reader, "offset", None)
+        f.read_at = max(f.size, offset) if isinstance(offset, int) else f.size
+        if self.keep and self.unchanged(path):
+            self._dirty.discard(path)
 
     def _iter_remote(
-        self, source: Prefetched, paths: list[str], done: Callable[[], None]
-    ) -> Iterator[tuple[str, str, Batch]]:
-        """Fetch the files ahead, many at once, and decode each here in its turn; a reader
-        without a byte offset (or done with its file) reads from the store itself."""
-        jobs = []
-        for path in paths:
-            reader = self._open[path][1]
-            offset, size = getattr(reader, "offset", None), self._sizes.get(path, 0)
-            if isinstance(offset, int) and size > offset and not getattr(reader, "dead", False):
-                jobs.append((path, offset, size))  # only what has grown: nothing else is asked
-        ahead = {path for path, _, _ in jobs}
-        fetched = fetch_ahead(self.fs, jobs)
+        self,
+        source: Prefetched,
+        paths: list[str],
+        progress: Callable[[int], None] | None,
+        window: int | None,
+        copies: bool,
+    ) -> Iterator[tuple[list[str], list[str], Batches, Any, list[bool]]]:
+        """Fetch the files ahead, many at once, and decode each here in its turn (groups of
+        one); a reader without a byte offset (or done with its file) reads from the store
+        itself."""
+        from tallyboard.reading.fetch import url
+
+        job = _Job(self, paths, copies)
+        readers = [job.reader(i) for i in range(len(paths))]
+        jobs, ends = [], {}
+        for path, reader in zip(paths, readers):
+            f = self._open[path]
+            offset = getattr(reader, "offset", None)
+            if isinstance(offset, int) and f.size > offset and not getattr(reader, "dead", False):
+                end = f.size if window is None else min(f.size, offset + window)
+                jobs.append((path, offset, end))  # only what has grown: nothing else is asked
+                ends[path] = end
+        fetched = fetch_ahead(
+            self.fs, jobs, errors="yield" if self.keep else "raise", deadline=self.deadline
+        )
+        done = 0
         try:
-            for path in paths:
-                run, reader = self._open[path]
-                if path in ahead:
+            for path, reader in zip(paths, readers):
+                f = self._open[path]
+                if path in ends:
                     j, data = next(fetched)
                     assert jobs[j][0] == path
+                    if isinstance(data, BaseException):
+                        self.failed.append(path)
+                        warnings.warn(
+                            f"{url(self.fs, path)}: could not be fetched ({data}); it is read"
+                            " again next time",
+                            ReadWarning,
+                            2,
+                        )
+                        continue
                     source.put(path, jobs[j][1], data)
                     del data
                     try:
@@ -278,7 +875,11 @@ class RunReader:
                         source.drop(path)
                 else:
                     batch = reader.read_new()
-                done()
-                yield path, run, batch
+                done += 1
+                if progress is not None:
+                    progress(done)
+                capped = path in ends and ends[path] < f.size
+                kept = reader if (copies or f.reader is None) else None
+                yield [path], [f.run], Batches.of([batch]), [kept], [capped]
         finally:
             fetched.close()

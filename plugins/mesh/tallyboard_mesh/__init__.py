@@ -18,6 +18,18 @@ def _read_table(rows: list[dict[str, Any]], batches: Any) -> list[dict[str, Any]
     return read_table(rows, batches)
 
 
+def _from_row(row: dict[str, Any]) -> tuple[str, Any]:
+    """A decoded component row as the :class:`~tallyboard_mesh.methods.MeshPart` it was."""
+    import json
+
+    from .methods import MeshPart
+
+    config = row.get("config")
+    components = tuple(row.get("components") or (row["component"],))
+    json_config = "" if config is None else json.dumps(config)
+    return row["name"], MeshPart(row["component"], row["value"], json_config, components)
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     from .methods import add_mesh, convert
@@ -29,6 +41,7 @@ def register_kinds(register: Any) -> None:
             methods={"add_mesh": add_mesh},
             heavy=True,
             read_table=_read_table,
+            from_row=_from_row,
             description="3-D point clouds and meshes",
         )
     )

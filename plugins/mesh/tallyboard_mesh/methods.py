@@ -26,6 +26,43 @@ class Mesh:
         return sum(a.nbytes for a in (self.vertices, self.faces, self.colors) if a is not None)
 
 
+#: A mesh's components, in the order torch writes them.
+COMPONENT_NAMES = ("vertices", "faces", "colors")
+
+
+@dataclass(frozen=True, eq=False)
+class MeshPart:
+    """One component of a logged mesh as a reader gives it back, so it can be written again
+    (``tallyboard convert``, ``tallyboard board``): which component, its [B, N, 3] values, the
+    mesh's three.js JSON and the components the whole mesh has (TensorBoard finds a mesh's
+    other parts through them)."""
+
+    component: str
+    value: np.ndarray
+    json_config: str
+    components: tuple[str, ...]
+
+    @property
+    def nbytes(self) -> int:
+        """Payload size (for queue accounting)."""
+        return int(self.value.nbytes)
+
+
+def _part(value: MeshPart) -> MeshPart:
+    """A :class:`MeshPart` checked: known components, [B, N, 3] numbers, a JSON string."""
+    names = tuple(value.components)
+    if value.component not in COMPONENT_NAMES or not set(names) <= set(COMPONENT_NAMES):
+        raise ValueError(
+            f"a mesh part names components of {COMPONENT_NAMES}, got {value.component!r} "
+            f"of {names!r}"
+        )
+    if value.component not in names:
+        raise ValueError(f"a mesh part's components {names!r} must hold {value.component!r}")
+    if not isinstance(value.json_config, str):
+        raise TypeError(f"json_config must be a str, got {type(value.json_config).__name__}")
+    return MeshPart(value.component, _component(value.value, "value"), value.json_config, names)
+
+
 def _component(value: Any, arg: str) -> np.ndarray:
     arr = to_array(value, arg)
     if arr.dtype.kind not in "biuf":
@@ -132,8 +169,11 @@ def add_mesh(
     writer.emit("mesh", tag, mesh, global_step, walltime)
 
 
-def convert(value: Any) -> Mesh:
-    """``add_value('mesh', tag, value)``: a Mesh, a vertices array, or a dict of add_mesh's arguments."""
+def convert(value: Any) -> Mesh | MeshPart:
+    """``add_value('mesh', tag, value)``: a Mesh, a vertices array, or a dict of add_mesh's
+    arguments (or one :class:`MeshPart` read back)."""
+    if isinstance(value, MeshPart):
+        return _part(value)
     if isinstance(value, Mesh):  # built by hand: checked as add_mesh checks its arguments
         if not isinstance(value.json_config, str):
             raise TypeError(

@@ -10,7 +10,7 @@ from tallyboard.records.protobuild import build
 from tallyboard_tfevents.encoding import summary_event
 from tallyboard_tfevents.proto import DT_FLOAT, SummaryValue, TensorProto, metadata, shape
 
-from .methods import Mesh
+from .methods import Mesh, MeshPart
 
 VERTEX, FACE, COLOR = 1, 2, 3
 _NAMES = {VERTEX: "VERTEX", FACE: "FACE", COLOR: "COLOR"}
@@ -30,8 +30,19 @@ MeshPluginData: Any = build(
 )["MeshPluginData"]
 
 
-def encode(tag: str, step: int | None, wall_time: float, mesh: Mesh) -> bytes:
-    """One ``Event`` with up to three values, in torch's order: vertices, faces, colours."""
+#: content type of each component name
+_KINDS = {"vertices": VERTEX, "faces": FACE, "colors": COLOR}
+
+
+def encode(tag: str, step: int | None, wall_time: float, mesh: Mesh | MeshPart) -> bytes:
+    """One ``Event`` with up to three values, in torch's order: vertices, faces, colours (one
+    value for a :class:`MeshPart`, naming the components of its whole mesh)."""
+    if isinstance(mesh, MeshPart):
+        components = 0
+        for name in mesh.components:
+            components |= 1 << _KINDS[name]
+        part = _value(tag, mesh.value, _KINDS[mesh.component], mesh.json_config, components)
+        return summary_event(step, wall_time, [part])
     parts = [
         (a, kind)
         for a, kind in ((mesh.vertices, VERTEX), (mesh.faces, FACE), (mesh.colors, COLOR))
@@ -40,26 +51,26 @@ def encode(tag: str, step: int | None, wall_time: float, mesh: Mesh) -> bytes:
     components = 0
     for _, kind in parts:
         components |= 1 << kind
-    values = []
-    for arr, kind in parts:
-        content = MeshPluginData(
-            version=0,
-            name=tag,
-            content_type=kind,
-            json_config=mesh.json_config,
-            shape=list(arr.shape),
-            components=components,
-        ).SerializeToString()
-        data = np.ascontiguousarray(arr, dtype="<f4")
-        tensor = TensorProto(
-            dtype=DT_FLOAT, tensor_shape=shape(arr.shape), tensor_content=data.tobytes()
-        )
-        values.append(
-            SummaryValue(
-                tag=f"{tag}_{_NAMES[kind]}", metadata=metadata("mesh", content), tensor=tensor
-            )
-        )
+    values = [_value(tag, arr, kind, mesh.json_config, components) for arr, kind in parts]
     return summary_event(step, wall_time, values)
+
+
+def _value(tag: str, arr: Any, kind: int, json_config: str, components: int) -> Any:
+    content = MeshPluginData(
+        version=0,
+        name=tag,
+        content_type=kind,
+        json_config=json_config,
+        shape=list(arr.shape),
+        components=components,
+    ).SerializeToString()
+    data = np.ascontiguousarray(arr, dtype="<f4")
+    tensor = TensorProto(
+        dtype=DT_FLOAT, tensor_shape=shape(arr.shape), tensor_content=data.tobytes()
+    )
+    return SummaryValue(
+        tag=f"{tag}_{_NAMES[kind]}", metadata=metadata("mesh", content), tensor=tensor
+    )
 
 
 #: Component name in a decoded row, and the dtype TensorBoard's mesh plugin serves it in.
@@ -69,7 +80,8 @@ COMPONENTS = {VERTEX: ("vertices", "<f4"), FACE: ("faces", "<i4"), COLOR: ("colo
 def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
     """One component of a mesh (plugin ``mesh``): ``name`` (the mesh's tag), ``component``
     (``vertices``, ``faces`` or ``colors``), ``value`` (a numpy array in the dtype TensorBoard's
-    mesh plugin serves: float32, int32, uint8) and ``config`` (the three.js JSON, parsed)."""
+    mesh plugin serves: float32, int32, uint8), ``config`` (the three.js JSON, parsed) and
+    ``components`` (the components the whole mesh has, in torch's order)."""
     import json
 
     if value.metadata.plugin_data.plugin_name != "mesh" or not value.HasField("tensor"):
@@ -95,6 +107,8 @@ def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
         "component": component,
         "value": data.reshape(dims).astype(dtype),
         "config": config,
+        "components": tuple(n for k, (n, _) in COMPONENTS.items() if meta.components & (1 << k))
+        or (component,),
     }
 
 

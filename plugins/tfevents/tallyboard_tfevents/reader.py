@@ -1,7 +1,9 @@
 """Reading TensorBoard event files back, from any writer (torch, tensorboardX, TF, tallyboard).
 
 Files are read in chunks (:class:`tallyboard.plugin.readers.ChunkedFileReader`), so memory holds one
-chunk, not the file.
+chunk, not the file; many small files are read whole and decoded together
+(:meth:`EventFileReader.read_many`), and a file laid out like the file before it (a sweep's runs)
+is decoded from that file's layout (:class:`_Group`).
 Scalars take a fast path: record bounds are found in one pass (whole cycles of records checked
 at once with numpy when tags repeat in the same order every step), every CRC is checked with the
 C CRC-32C, and the common scalar ``Event`` (wall_time, step, one ``simple_value``) is decoded for
@@ -28,10 +30,11 @@ is true (a graph written as a summary by TF2's ``trace_export``).
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from tallyboard.plugin.readers import Batch, ChunkedFileReader, warn_corrupt
+from tallyboard.plugin.readers import Batch, Batches, ChunkedFileReader, _size_of, warn_corrupt
 from tallyboard.records.framing import crc32c, mask
 
 FORMAT = "tfevents"
@@ -50,12 +53,38 @@ _HEADS: dict[bytes, int] = {}
 #: Summary.Value payload fields besides simple_value (a proto3 float without presence).
 #: Event fields that hold no value of the run (the file's header, its writer).
 _NOT_VALUES = (None, "file_version")
+#: Event payloads after their wall time (``payload[9:]``) known to hold no value (a file's
+#: header: file_version, source metadata): such a record is skipped without parsing it.
+_NO_VALUE: set[bytes] = set()
 
 
 def _count(batch: Batch, plugin: str, tag: str) -> None:
     """Count a value no decoder took, by plugin name (or the field holding it) and tag."""
     key = (plugin, tag)
     batch.undecoded[key] = batch.undecoded.get(key, 0) + 1
+
+
+#: id of a decoders dict -> (the dict, its Event-field decoders, its Summary.Value decoders):
+#: one pair of lists for every file of a read, not one per file.
+_SORTED: dict[int, tuple[Any, list[tuple[str, Any]], list[str]]] = {}
+
+
+def _sorted_decoders(
+    decoders: dict[str, Callable[..., Any]],
+) -> tuple[list[tuple[str, Any]], list[str]]:
+    """The decoders of whole ``Event`` fields, and the names of those of ``Summary.Value``s."""
+    got = _SORTED.get(id(decoders))
+    if got is None or got[0] is not decoders:
+        event = [(n, f) for n, f in decoders.items() if hasattr(f, "event_field")]
+        value = [
+            n
+            for n, f in decoders.items()
+            if not hasattr(f, "event_field") or getattr(f, "summary_values", False)
+        ]
+        if len(_SORTED) > 64:
+            _SORTED.clear()
+        got = _SORTED[id(decoders)] = (decoders, event, value)
+    return got[1], got[2]
 
 
 def matches(basename: str) -> bool:
@@ -69,20 +98,56 @@ class EventFileReader(ChunkedFileReader):
     def __init__(self, fs: Any, path: str, decoders: dict[str, Callable[..., Any]]) -> None:
         super().__init__(fs, path)
         self.decoders = decoders
-        self._event_decoders = [(n, f) for n, f in decoders.items() if hasattr(f, "event_field")]
-        self._value_decoders = [
-            n
-            for n, f in decoders.items()
-            if not hasattr(f, "event_field") or getattr(f, "summary_values", False)
-        ]
+        self._event_decoders, self._value_decoders = _sorted_decoders(decoders)
         #: tag -> the kind that decoded its last value, tried first for the next one.
         self._kind_of_tag: dict[str, str] = {}
         #: tag -> the metadata of its first value that carried some.
         self._metadata: dict[str, Any] = {}
 
-    def _bounds(self, data: bytes) -> tuple[Any, int, bool]:
+    def _bounds_guessed(
+        self, data: bytes, guess: tuple[Any, Any, Any, Any] | None
+    ) -> tuple[Any, int, bool, tuple[Any, Any, Any, Any] | None]:
+        """:meth:`_bounds` of ``data``, with the layout of another file of a sweep as a guess:
+        ``guess`` holds that file's record starts, ends, lengths and length CRCs; the records
+        of ``data`` are taken as laid out alike up to the first whose head (length and its CRC)
+        differs from the guessed one, which costs a few array operations instead of a walk.
+        Returns the bounds and the guess for the next file."""
+        import numpy as np
+
+        n = len(data)
+        if guess is None or n < 12:
+            offs, used, bad = self._bounds(data)
+        else:
+            g_offs, g_ends, g_len, g_crc = guess
+            m = int(np.searchsorted(g_ends, n, "right"))  # guessed records wholly inside
+            k = 0
+            if m:
+                go = g_offs[:m]
+                lengths = np.ndarray((n - 7,), "<u8", data, 0, (1,))
+                crcs = np.ndarray((n - 3,), "<u4", data, 0, (1,))
+                ok = (lengths[go] == g_len[:m]) & (crcs[go + 8] == g_crc[:m])
+                k = m if ok.all() else int(np.argmin(ok))
+            if k and n - int(g_ends[k - 1]) < 12:  # nothing after them but a torn head
+                return g_offs[:k], int(g_ends[k - 1]), False, guess
+            if k:
+                offs, used, bad = self._bounds(data, int(g_ends[k - 1]), g_offs[:k])
+            else:
+                offs, used, bad = self._bounds(data)
+            if k == len(offs):  # laid out as guessed, all of it
+                return offs, used, bad, guess
+        if bad or not len(offs):
+            return offs, used, bad, guess
+        lengths = np.ndarray((n - 7,), "<u8", data, 0, (1,))
+        crcs = np.ndarray((n - 3,), "<u4", data, 0, (1,))
+        ends = np.empty_like(offs)
+        ends[:-1] = offs[1:]
+        ends[-1] = used
+        return offs, used, bad, (offs, ends, lengths[offs], crcs[offs + 8])
+
+    def _bounds(self, data: bytes, pos: int = 0, known: Any = None) -> tuple[Any, int, bool]:
         """Record start offsets of the whole records of ``data``, the end of the last one, and
-        whether a bad length CRC stopped the scan there.
+        whether a bad length CRC stopped the scan there; ``known`` holds the starts of records
+        already checked, which end at ``pos``, where the scan starts.
 
         Records are walked one by one; when the sizes of the last records repeat with a period of
         at most :data:`_MAX_CYCLE` records (a writer logging the same tags every step), whole
@@ -95,8 +160,10 @@ class EventFileReader(ChunkedFileReader):
         end = len(data)
         parts: list[Any] = []
         offs: list[int] = []
+        if known is not None:  # its last records start the walk, so a cycle is found at once
+            parts.append(known[:-_WALK])
+            offs = known[-_WALK:].tolist()
         wait = pause = _WALK
-        pos = 0
         while pos + 12 <= end:
             head = data[pos : pos + 12]
             size = heads.get(head)
@@ -131,126 +198,226 @@ class EventFileReader(ChunkedFileReader):
 
         Record bounds come from :meth:`_bounds`, every data CRC from the C CRC-32C, and the
         common scalar ``Event`` (``09 <wall f64> [10 <step varint>] 2a L 0a L' 0a T <tag> 15
-        <f32>``) is recognised and decoded for all records at once with numpy, whatever mix of
-        tags and step sizes the file holds. Other records go through :meth:`_slow` in file order;
-        scalars keep file order across both paths.
+        <f32>``) is recognised and decoded for all records at once with numpy
+        (:func:`_decode_records`), whatever mix of tags and step sizes the file holds. Other
+        records go through :meth:`_slow` in file order; scalars keep file order across both
+        paths.
         """
         import numpy as np
 
         offs, used, bad_length = self._bounds(data)
         r = len(offs)
         if r:
-            mv = memoryview(data)
-            p = offs + 12  # payload start
             stop = np.empty(r, np.int64)  # payload end (data CRC start)
             stop[:-1] = offs[1:] - 4
             stop[-1] = used - 4
-            crc: Callable[[Any], int] = crc32c  # takes any buffer
-            c = np.fromiter(
-                map(crc, map(mv.__getitem__, map(slice, p.tolist(), stop.tolist()))),
-                np.uint64,
-                r,
-            )
-            u8 = np.frombuffer(data, np.uint8)
-            last = len(data) - 1
-
-            def at(i: Any) -> Any:
-                return u8[np.minimum(i, last)].astype(np.int64)
-
-            def unaligned(dtype: str, offsets: Any) -> Any:
-                size = np.dtype(dtype).itemsize
-                view = np.ndarray((len(data) - size + 1,), dtype, data, 0, (1,))
-                return view[offsets]
-
-            crc_ok = (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF == unaligned("<u4", stop)
-            # the scalar Event layout, step varint of 0 (step 0 left out) to 10 bytes
-            b9 = at(p + 9)
-            has_step = b9 == 0x10
-            step = np.zeros(r, np.uint64)
-            klen = np.where(has_step, -1, 0)  # -1: varint not ended yet
-            for i in range(10):
-                open_ = klen < 0
-                if not open_.any():
-                    break
-                b = at(p[open_] + 10 + i)
-                step[open_] |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * i)
-                klen[np.flatnonzero(open_)[b < 0x80]] = i + 1
-            q = p + 9 + np.where(has_step, 1 + klen, 0)  # the summary field
-            tl = at(q + 5)
-            fast = (
-                crc_ok
-                & (at(p) == 0x09)
-                & (has_step | (b9 == 0x2A))
-                & (klen >= 0)
-                & (q + 11 + tl == stop)
-                & (at(q) == 0x2A)
-                & (at(q + 1) == tl + 9)
-                & (at(q + 2) == 0x0A)
-                & (at(q + 3) == tl + 7)
-                & (at(q + 4) == 0x0A)
-                & (tl + 9 < 0x80)
-                & (at(q + 6 + tl) == 0x15)
-            )
-            f = np.flatnonzero(fast)
-            qf, tf = q[f] + 6, tl[f]
-            names: list[str] = []
-            codes = np.empty(len(f), np.int32)
-            for n in np.flatnonzero(np.bincount(tf)).tolist():  # tags of one length at a time
-                sel = np.flatnonzero(tf == n)
-                raw = np.zeros((len(sel), -(-n // 8) * 8 or 8), np.uint8)
-                raw[:, :n] = u8[qf[sel][:, None] + np.arange(n)]
-                reps, inv = self._distinct(raw.view(np.uint64))
-                codes[sel] = inv + len(names)
-                names.extend(bytes(raw[i, :n]).decode("utf-8", "replace") for i in reps.tolist())
-            cols: list[Any] = [
-                codes,
-                step[f].view(np.int64),
-                unaligned("<f8", p[f] + 1),
-                unaligned("<f4", qf + tf + 1).astype(np.float64),
-            ]
-            done = 0  # fast records already in batch.columns
-
-            def emit(upto: int) -> None:
-                part = [col[done:upto] for col in cols]
-                if upto - done < _MIN_COLUMN:  # a few records (a live tail): the lists are cheaper
-                    batch.tags.extend(names[i] for i in part[0].tolist())
-                    for col, values in zip(lists[1:], part[1:]):
-                        col.extend(values.tolist())
-                    return
-                names_, codes_ = names, part[0]
-                if upto - done < len(cols[0]) and len(names) > 1:
-                    present, codes_ = np.unique(codes_, return_inverse=True)
-                    names_ = [names[i] for i in present.tolist()]
-                batch.flush_lists()  # scalars decoded one by one before these keep their place
-                codes_ = codes_.astype(np.int32).ravel()
-                batch.columns.append((names_, codes_, part[1], part[2], part[3]))
-
-            before = np.cumsum(fast) - fast  # fast records before each record
-            lists: list[list[Any]] = [batch.tags, batch.steps, batch.wall_times, batch.values]
-            for i in np.flatnonzero(~fast).tolist():
-                start = int(offs[i])
-                if not crc_ok[i]:
-                    warn_corrupt(self.path, self.offset + start, "bad data CRC; record skipped")
-                    continue
-                had = len(batch.tags)
-                self._slow(data[start + 12 : int(stop[i])], start, batch)
-                if len(batch.tags) > had and before[i] > done:
-                    # scalars of this record come after the fast ones before it
-                    moved = [col[had:] for col in lists]
-                    for col in lists:
-                        del col[had:]
-                    emit(int(before[i]))
-                    done = int(before[i])
-                    for col, extra in zip(lists, moved):
-                        col.extend(extra)
-            if len(f) > done:
-                emit(len(f))
+            crc_ok, fast, names, cols = _decode_records(data, offs, stop)
+            self._place(data, offs, stop, crc_ok, fast, names, cols, batch)
         if bad_length:
             warn_corrupt(
                 self.path, self.offset + used, "bad length CRC; the rest of the file is skipped"
             )
             self.dead = True
         return used
+
+    def _place(
+        self,
+        data: bytes,
+        offs: Any,
+        stop: Any,
+        crc_ok: Any,
+        fast: Any,
+        names: list[str],
+        cols: list[Any],
+        batch: Batch,
+    ) -> None:
+        """Put the decoded scalar records (``cols``: codes into ``names``, step, wall time,
+        value of the records ``fast`` marks) into ``batch`` and decode the other records one by
+        one, keeping file order between the two."""
+        import numpy as np
+
+        f_count = len(cols[0])
+        done = 0  # fast records already in batch.columns
+
+        def emit(upto: int) -> None:
+            part = [col[done:upto] for col in cols]
+            if upto - done < _MIN_COLUMN:  # a few records (a live tail): the lists are cheaper
+                batch.tags.extend(names[i] for i in part[0].tolist())
+                for col, values in zip(lists[1:], part[1:]):
+                    col.extend(values.tolist())
+                return
+            names_, codes_ = names, part[0]
+            if upto - done < f_count and len(names) > 1:
+                present, codes_ = np.unique(codes_, return_inverse=True)
+                names_ = [names[i] for i in present.tolist()]
+            batch.flush_lists()  # scalars decoded one by one before these keep their place
+            codes_ = codes_.astype(np.int32).ravel()
+            batch.columns.append((names_, codes_, part[1], part[2], part[3]))
+
+        before = np.cumsum(fast) - fast  # fast records before each record
+        lists: list[list[Any]] = [batch.tags, batch.steps, batch.wall_times, batch.values]
+        for i in np.flatnonzero(~fast).tolist():
+            start = int(offs[i])
+            if not crc_ok[i]:
+                warn_corrupt(self.path, self.offset + start, "bad data CRC; record skipped")
+                continue
+            had = len(batch.tags)
+            self._slow(data[start + 12 : int(stop[i])], start, batch)
+            if len(batch.tags) > had and before[i] > done:
+                # scalars of this record come after the fast ones before it
+                moved = [col[had:] for col in lists]
+                for col in lists:
+                    del col[had:]
+                emit(int(before[i]))
+                done = int(before[i])
+                for col, extra in zip(lists, moved):
+                    col.extend(extra)
+        if f_count > done:
+            emit(f_count)
+
+    #: files with at most this many new bytes are read whole and decoded together by
+    #: :meth:`read_many`; a larger one is read in chunks by :meth:`read_new`.
+    whole_limit: int = 8 << 20
+
+    @classmethod
+    def read_many(cls, readers: Sequence[EventFileReader], light: bool = False) -> Batches:
+        """Read the new records of several event files in one pass.
+
+        Each file's new bytes are read whole, its record bounds found on their own (guessed
+        from the file before, as the runs of a sweep repeat one layout, and checked), then the
+        records of all files are checked and decoded together by :func:`_decode_records`: the
+        scalars of every file land in shared columns (:class:`Batches`), at a cost per file of
+        a read and a few list operations. Records of other kinds go through :meth:`_slow`,
+        file by file, as :meth:`read_new` would take them; every CRC is checked and every
+        damaged record reported with its file and offset. A file with more new bytes than
+        :attr:`whole_limit` is read by :meth:`read_new`.
+
+        ``light`` is for a listing (``tallyboard ls``): scalar records of a file laid out like
+        the file before it, whose tags and steps are the bytes of records already checked, are
+        taken without checking their own data CRC (their wall times and values unchecked);
+        every other record is checked as always.
+        """
+        parts: list[Batches] = []
+        start = 0
+        datas: list[bytes] = []
+        files: list[int] = []  # reader index of each data
+        for i, reader in enumerate(readers):
+            if reader.dead:
+                continue
+            data = reader._read_whole()
+            if data is None:  # too large: read alone, in its turn (so warnings keep file order)
+                parts.append(cls._decode_files(readers[start:i], datas, files, start, light))
+                parts.append(Batches.of([reader.read_new()]))
+                start, datas, files = i + 1, [], []
+                continue
+            if data:
+                datas.append(data)
+                files.append(i)
+        parts.append(cls._decode_files(readers[start:], datas, files, start, light))
+        return Batches.concat(parts)
+
+    @classmethod
+    def _decode_files(
+        cls,
+        readers: Sequence[EventFileReader],
+        datas: list[bytes],
+        files: list[int],
+        first: int,
+        light: bool = False,
+    ) -> Batches:
+        """Decode the new bytes ``datas`` of the readers ``files`` (indexes, less ``first``,
+        into ``readers``) together, then each file's other records in its turn."""
+        import numpy as np
+
+        out: list[Batch | None] = [None] * len(readers)
+        files = [i - first for i in files]
+        if not datas:
+            return Batches(out)
+        group = _Group([readers[i] for i in files], datas, light)
+        codes, steps, walls, values = [], [], [], []
+        fast_of = np.zeros(len(readers), np.int64)
+        remap_names = group.names
+        for j, i in enumerate(files):
+            reader, data = readers[i], datas[j]
+            offs, used, bad = group.found[j]
+            ok, fast, cols = group.results(j)
+            batch: Batch | None = None
+            slow_scalars: list[int] = []  # the record of each scalar decoded one by one
+            for idx in group.slow(j):
+                start = int(offs[idx])
+                stop = int(offs[idx + 1]) - 4 if idx + 1 < len(offs) else used - 4
+                payload = data[start + 12 : stop]
+                good = bool(ok[idx])
+                if good and payload[:1] == b"\x09" and payload[9:] in _NO_VALUE:
+                    continue  # a header event (file_version) met before: nothing in it
+                if batch is None:
+                    batch = Batch()
+                if not good:
+                    warn_corrupt(reader.path, reader.offset + start, "bad data CRC; record skipped")
+                    continue
+                had = len(batch.tags)
+                reader._slow(payload, start, batch)
+                slow_scalars.extend([idx] * (len(batch.tags) - had))
+            n_fast = len(cols[0])
+            if batch is not None and slow_scalars and n_fast:
+                # scalars decoded both ways in one file: merged in record order, its own column
+                _merge_in_order(batch, remap_names, cols, np.flatnonzero(fast), slow_scalars)
+            elif n_fast:
+                codes.append(cols[0])
+                steps.append(cols[1])
+                walls.append(cols[2])
+                values.append(cols[3])
+                fast_of[i] = n_fast
+            if bad:
+                warn_corrupt(
+                    reader.path,
+                    reader.offset + used,
+                    "bad length CRC; the rest of the file is skipped",
+                )
+                reader.dead = True
+            reader.offset += used
+            reader._need = group.need[j]
+            reader._check_need()
+            out[i] = batch
+        if not codes:
+            return Batches(out, remap_names, *_empty_columns(), fast_of)
+        return Batches(
+            out,
+            remap_names,
+            np.concatenate(codes),
+            np.concatenate(steps),
+            np.concatenate(walls),
+            np.concatenate(values),
+            fast_of,
+        )
+
+    def _read_whole(self) -> bytes | None:
+        """The file's bytes from :attr:`offset` to its end, or None when they are more than
+        :attr:`whole_limit` (or the size cannot be told): then :meth:`read_new` reads it."""
+        limit = (
+            self.whole_limit if self.read_limit is None else min(self.whole_limit, self.read_limit)
+        )
+        with self.fs.open(self.path, "rb") as f:
+            size = _size_of(f)
+            if size is None or size - self.offset > limit:
+                return None
+            if size <= self.offset:
+                return b""
+            f.seek(self.offset)
+            return f.read(size - self.offset)  # type: ignore[no-any-return]
+
+    def _check_need(self) -> None:
+        """What :meth:`read_new` does with a unit it stopped at: one longer than
+        :attr:`max_unit` is damage, reported and the rest of the file skipped."""
+        need, self._need = self._need, 0
+        if need > self.max_unit and not self.dead:
+            warn_corrupt(
+                self.path,
+                self.offset,
+                f"a record claims {need} bytes (framing included), more than the "
+                f"{self.max_unit} a record may hold; the rest of the file is skipped",
+            )
+            self.dead = True
 
     @staticmethod
     def _distinct(keys: Any) -> tuple[Any, Any]:
@@ -323,6 +490,9 @@ class EventFileReader(ChunkedFileReader):
     def _slow(self, payload: bytes, pos: int, batch: Batch) -> None:
         from .proto import Event
 
+        headed = payload[:1] == b"\x09"  # the wall time first, as every writer puts it
+        if headed and payload[9:] in _NO_VALUE:
+            return
         try:
             event = Event.FromString(payload)
         except Exception as exc:  # protobuf raises DecodeError; anything unparsable is reported
@@ -335,6 +505,8 @@ class EventFileReader(ChunkedFileReader):
                 self._value(value, step, wall, pos, batch)
             return
         if what in _NOT_VALUES:
+            if headed and len(payload) <= 256 and len(_NO_VALUE) < 1024:
+                _NO_VALUE.add(payload[9:])  # the rest decides it: the same bytes, no value
             return
         decoded = False
         for name, fn in self._event_decoders:
@@ -411,6 +583,552 @@ class EventFileReader(ChunkedFileReader):
                 self.path, self.offset + pos, f"the {name} decoder failed ({exc!r}); value skipped"
             )
             return None
+
+
+#: records checked and decoded at once: the temporaries of a slice take about 200 bytes a record.
+_SLICE = 1 << 15
+
+
+def _decode_records(data: bytes, offs: Any, stop: Any) -> tuple[Any, Any, list[str], list[Any]]:
+    """:func:`_decode_slice` over slices of :data:`_SLICE` records, so the temporaries stay
+    small whatever the number of records; the results joined (tag codes into one list)."""
+    import numpy as np
+
+    r = len(offs)
+    if r <= _SLICE:
+        return _decode_slice(data, offs, stop)
+    index: dict[str, int] = {}
+    crc_ok, fast, codes, cols = [], [], [], []
+    for a in range(0, r, _SLICE):
+        ok, f, names, c = _decode_slice(data, offs[a : a + _SLICE], stop[a : a + _SLICE])
+        crc_ok.append(ok)
+        fast.append(f)
+        remap = np.array([index.setdefault(n, len(index)) for n in names], np.int32)
+        codes.append(remap[c[0]] if len(names) else c[0])
+        cols.append(c[1:])
+    joined = [np.concatenate(codes)] + [np.concatenate(parts) for parts in zip(*cols)]
+    return np.concatenate(crc_ok), np.concatenate(fast), list(index), joined
+
+
+def _decode_slice(data: bytes, offs: Any, stop: Any) -> tuple[Any, Any, list[str], list[Any]]:
+    """Check and decode the records starting at ``offs`` (payloads end at ``stop``) of
+    ``data`` at once: ``(crc_ok, fast, names, cols)``, where ``crc_ok`` says which data CRCs
+    hold, ``fast`` which records are good scalar Events of the common layout, and ``cols``
+    their tag codes (int32, into ``names``), steps, wall times and values, in record order.
+
+    The layout (``09 <wall f64> [10 <step varint>] 2a L 0a L' 0a T <tag> 15 <f32>``) is checked
+    with a few 8-byte words per record. Records of that layout with the same tag and step
+    length differ only in their wall time, step and value bytes, and CRC-32C is linear: each
+    one's CRC is the CRC of the first of them corrected by a table lookup per pair of bytes
+    that differ (:func:`_layout_crcs`), all records at once. The CRC of every other record
+    comes from the C CRC-32C, one call each.
+    """
+    import numpy as np
+
+    r, n = len(offs), len(data)
+    u8 = np.frombuffer(data, np.uint8)
+    words = np.ndarray((max(n - 7, 0),), "<u8", data, 0, (1,))
+    top = n - 8
+
+    def word(i: Any) -> Any:
+        return words[np.minimum(i, top)]
+
+    p = offs + 12  # payload start
+    w0, w1 = word(p), word(p + 8)
+    has_step = (w1 >> 8) & 0xFF == 0x10
+    cand = (w0 & 0xFF == 0x09) & (has_step | ((w1 >> 8) & 0xFF == 0x2A))
+    wall_all = (w0 >> 8) | (w1 << 56)
+    del w0, w1
+    # the step varint (up to 8 bytes; longer ones take the slow path)
+    vw = word(p + 10)
+    term = ~vw & 0x8080808080808080
+    lsb = term & (~term + np.uint64(1))
+    del term
+    klen = np.frexp(lsb.astype(np.float64))[1] // 8  # bytes of the varint, 0: over 8
+    klen[~has_step] = 0
+    cand &= ~has_step | (klen > 0)
+    kept = vw & ((lsb << np.uint64(1)) - np.uint64(1))
+    del vw, lsb
+    step = kept & 0x7F
+    for j in range(1, int(klen.max(initial=0))):
+        step |= (kept >> j) & (0x7F << (7 * j))
+    step[~has_step] = 0
+    q = p + 9 + np.where(has_step, 1 + klen, 0)  # the summary field
+    wq = word(q)
+    tl = (wq >> 40) & 0xFF
+    head = (
+        np.uint64(0x0A_00_0A_00_2A) | ((tl + 9) << np.uint64(8)) | ((tl + 7) << np.uint64(24))
+    ) | (tl << np.uint64(40))
+    tl = tl.astype(np.int64)
+    cand &= (
+        ((wq & 0xFFFFFFFFFFFF) == head)
+        & (q + 11 + tl == stop)
+        & (tl + 9 < 0x80)
+        & (u8[np.minimum(q + 6 + tl, n - 1)] == 0x15)
+    )
+    del wq, head
+    c_idx = np.flatnonzero(cand)
+    crc_ok = np.zeros(r, bool)
+    other = np.flatnonzero(~cand)
+    if len(other):
+        mv = memoryview(data)
+        crc: Callable[[Any], int] = crc32c  # takes any buffer
+        c = np.fromiter(
+            map(crc, map(mv.__getitem__, map(slice, p[other].tolist(), stop[other].tolist()))),
+            np.uint64,
+            len(other),
+        )
+        stored = np.ndarray((n - 3,), "<u4", data, 0, (1,))[stop[other]]
+        crc_ok[other] = (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF == stored
+    # tags of the layout's records, as codes into names (tags of one length at a time)
+    qc, tc = q[c_idx] + 6, tl[c_idx]
+    codes = np.empty(len(c_idx), np.int32)
+    names: list[str] = []
+    for length in np.flatnonzero(np.bincount(tc)).tolist() if len(tc) else []:
+        sel = np.flatnonzero(tc == length)
+        if length == 0:
+            codes[sel] = len(names)
+            names.append("")
+            continue
+        nw = -(-length // 8)
+        keys = words[qc[sel][:, None] + 8 * np.arange(nw)]
+        rem = length - 8 * (nw - 1)
+        if rem < 8:
+            keys[:, -1] &= np.uint64((1 << (8 * rem)) - 1)
+        reps, inv = EventFileReader._distinct(keys)
+        codes[sel] = inv + len(names)
+        for i in reps.tolist():
+            at = int(qc[sel[i]])
+            names.append(data[at : at + length].decode("utf-8", "replace"))
+    wall_bits = wall_all[c_idx]
+    del wall_all
+    tail = words[stop[c_idx] - 4]  # the value, then the stored data CRC
+    value_bits = (tail & 0xFFFFFFFF).astype(np.uint32)
+    good = _layout_crcs(
+        data,
+        p[c_idx],
+        stop[c_idx],
+        klen[c_idx],
+        codes,
+        wall_bits,
+        kept[c_idx],
+        value_bits,
+        tail >> 32,
+    )
+    crc_ok[c_idx] = good
+    fast = np.zeros(r, bool)
+    fast[c_idx[good]] = True
+    if not good.all():
+        codes, wall_bits, value_bits = codes[good], wall_bits[good], value_bits[good]
+        c_idx = c_idx[good]
+    cols: list[Any] = [
+        codes,
+        step[c_idx].view(np.int64),
+        wall_bits.view(np.float64),
+        value_bits.view(np.float32).astype(np.float64),
+    ]
+    return crc_ok, fast, names, cols
+
+
+def _layout_crcs(
+    data: bytes,
+    p: Any,
+    stop: Any,
+    klen: Any,
+    codes: Any,
+    wall: Any,
+    step: Any,
+    value: Any,
+    stored: Any,
+) -> Any:
+    """Whether the data CRC of each scalar record of the common layout holds (payloads from
+    ``p`` to ``stop``; the step varint ``klen`` bytes long, 0 when absent; the tag's code; the
+    wall time, step varint and value bytes as integers; the stored, masked CRC).
+
+    Records of one tag and step length hold the same bytes but those three fields, so with
+    ``t`` the first such record, ``crc(x) = crc(t) ^ crc0(x ^ t)``, where ``crc0`` (CRC-32C
+    without its initial value and final xor) is linear: a lookup per pair of differing bytes,
+    in tables that depend only on the distance to the payload's end.
+    """
+    import numpy as np
+    from tallyboard.records.framing import _byte_table, _pair_table
+
+    good = np.zeros(len(p), bool)
+    if not len(p):
+        return good
+    key = klen.astype(np.int64) * (int(codes.max()) + 1) + codes
+    present = np.flatnonzero(np.bincount(key))
+    if len(present) <= 8:  # a few groups: one pass each beats a sort
+        groups = [np.flatnonzero(key == v) for v in present.tolist()]
+    else:
+        order = np.argsort(key, kind="stable")
+        groups = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
+    for g in groups:
+        t = int(g[0])
+        size = int(stop[t] - p[t])
+        k = int(klen[t])
+        crc = np.full(len(g), crc32c(data[int(p[t]) : int(stop[t])]), np.uint32)
+        fields = [(1, wall[g] ^ wall[t], 8), (size - 4, value[g] ^ value[t], 4)]
+        if k:
+            fields.append((10, step[g] ^ step[t], k))
+        for offset, diff, width in fields:
+            diff = diff.astype(np.uint64)
+            for j in range(0, width, 2):
+                d = size - offset - j  # distance of the low byte from the payload's end
+                pair = (diff >> np.uint64(8 * j)) & np.uint64(0xFFFF if j + 1 < width else 0xFF)
+                table = _pair_table(d) if j + 1 < width else None
+                if table is not None:
+                    crc ^= table[pair.astype(np.intp)]
+                else:
+                    crc ^= _byte_table(d)[(pair & np.uint64(0xFF)).astype(np.intp)]
+                    if j + 1 < width:
+                        crc ^= _byte_table(d - 1)[(pair >> np.uint64(8)).astype(np.intp)]
+        c = crc.astype(np.uint64)
+        good[g] = (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF == stored[g]
+    return good
+
+
+def _empty_columns() -> tuple[Any, Any, Any, Any]:
+    import numpy as np
+
+    return (
+        np.empty(0, np.int32),
+        np.empty(0, np.int64),
+        np.empty(0, np.float64),
+        np.empty(0, np.float64),
+    )
+
+
+class _Group:
+    """The record bounds and decoded records of several files read whole, found together.
+
+    A file the same size as the file before it that was laid out on its own (its
+    *template*), whose bytes equal the template's everywhere but in the wall times, values
+    and data CRCs of the template's scalar records (and in the bytes of its other records,
+    decoded one by one anyway), has the template's record bounds and scalar records of the
+    same tags and steps, as the runs of a sweep do: it costs a comparison of its bytes, a read
+    of its wall times and values, and a table lookup per pair of bytes that differ to check
+    each record's CRC against the template record's (:func:`_template_crcs`). Every other file
+    has its bounds found by :meth:`EventFileReader._bounds_guessed` and its records decoded by
+    :func:`_decode_records`, all such files at once. ``light``: the CRCs of the scalar records
+    of files laid out as their template are taken as good, unchecked (a listing's read).
+
+    For file ``j``: :attr:`found` ``[j]`` its ``(record starts, end of whole records, bad
+    length CRC)``, :attr:`need` ``[j]`` the size of the torn record it ends with (0: none),
+    :meth:`results` its per-record CRC and scalar flags and scalar columns (tag codes into
+    :attr:`names`), :meth:`slow` its other records.
+    """
+
+    def __init__(self, readers: list[EventFileReader], datas: list[bytes], light: bool) -> None:
+        n = len(datas)
+        self.found: list[Any] = [None] * n
+        self.need = [0] * n
+        self._ok: list[Any] = [None] * n
+        self._fast: list[Any] = [None] * n
+        self._cols: list[Any] = [None] * n
+        self._slow: list[list[int]] = [[]] * n
+        self._index: dict[str, int] = {}
+        # each file's template: -1 the layout of the last group read (this thread's), j itself
+        # (laid out on its own), or the index of the file before it that it may be laid out as
+        last: _Layout | None = getattr(_LAST, "layout", None)
+        template = list(range(n))
+        guess = None
+        t = -1 if last is not None else None
+        for j, data in enumerate(datas):
+            if t is not None and len(data) == (last.size if t < 0 else len(datas[t])):  # type: ignore[union-attr]
+                template[j] = t
+                continue
+            self._bound(readers[j], j, data, guess)
+            guess = self._guess if self._guess is not None else guess
+            t = j if self._can_template(j) else None
+        heads = [j for j in range(n) if template[j] == j]
+        self._general(heads, datas)
+        layouts: dict[int, _Layout] = {}
+        unmatched: list[int] = []
+        j = 0
+        while j < n:
+            if template[j] == j:
+                j += 1
+                continue
+            t, k = template[j], j
+            while k < n and template[k] == t:
+                k += 1
+            if t < 0:
+                layout = last
+            else:
+                layout = layouts.get(t)
+                if layout is None:
+                    layout = layouts[t] = _Layout(
+                        datas[t],
+                        self.found[t],
+                        self.need[t],
+                        self._fast[t],
+                        self._cols[t],
+                        self.names,
+                    )
+            assert layout is not None
+            unmatched.extend(self._alike(layout, list(range(j, k)), datas, light))
+            j = k
+        for j in unmatched:
+            self._bound(readers[j], j, datas[j], None)
+        self._general(unmatched, datas)
+        kept = heads[-1] if heads and self._can_template(heads[-1]) else None
+        if kept is not None and len(datas[kept]) <= _Layout.max_size:
+            _LAST.layout = layouts.get(kept) or _Layout(
+                datas[kept],
+                self.found[kept],
+                self.need[kept],
+                self._fast[kept],
+                self._cols[kept],
+                self.names,
+            )
+
+    _guess: Any = None
+
+    def _can_template(self, t: int) -> bool:
+        found = self.found[t]
+        return found is not None and not found[2] and len(found[0]) > 0
+
+    def _bound(self, reader: EventFileReader, j: int, data: bytes, guess: Any) -> None:
+        offs, used, bad, self._guess = reader._bounds_guessed(data, guess)
+        self.found[j] = (offs, used, bad)
+        self.need[j], reader._need = reader._need, 0
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._index)
+
+    def results(self, j: int) -> tuple[Any, Any, list[Any]]:
+        return self._ok[j], self._fast[j], self._cols[j]
+
+    def slow(self, j: int) -> list[int]:
+        return self._slow[j]
+
+    def _general(self, files: list[int], datas: list[bytes]) -> None:
+        """Decode the records of ``files`` by :func:`_decode_records`, all at once."""
+        import numpy as np
+
+        files = [j for j in files if len(self.found[j][0])]
+        if not files:
+            for j in range(len(datas)):
+                if self._ok[j] is None and self.found[j] is not None and not len(self.found[j][0]):
+                    self._set_empty(j)
+            return
+        sizes = np.array([len(datas[j]) for j in files], np.int64)
+        bases = np.cumsum(sizes) - sizes
+        counts = np.array([len(self.found[j][0]) for j in files], np.int64)
+        used = np.array([self.found[j][1] for j in files], np.int64)
+        buf = datas[files[0]] if len(files) == 1 else b"".join(datas[j] for j in files)
+        offs = np.concatenate([self.found[j][0] for j in files]) + np.repeat(bases, counts)
+        stop = np.empty(len(offs), np.int64)  # payload ends: the next record's start - 4 ...
+        stop[:-1] = offs[1:] - 4
+        stop[np.cumsum(counts) - 1] = bases + used - 4  # ... or the file's end
+        ok, fast, names, cols = _decode_records(buf, offs, stop)
+        del buf
+        remap = np.array([self._index.setdefault(n, len(self._index)) for n in names], np.int32)
+        codes = remap[cols[0]] if len(names) else cols[0]
+        rec_at = np.concatenate([[0], np.cumsum(counts)]).tolist()
+        fast_at = np.concatenate([[0], np.cumsum(fast)[np.cumsum(counts) - 1]]).tolist()
+        for m, j in enumerate(files):
+            a, b = rec_at[m], rec_at[m + 1]
+            fa, fb = fast_at[m], fast_at[m + 1]
+            self._ok[j] = ok[a:b]
+            self._fast[j] = fast[a:b]
+            self._cols[j] = [codes[fa:fb], cols[1][fa:fb], cols[2][fa:fb], cols[3][fa:fb]]
+            self._slow[j] = np.flatnonzero(~fast[a:b]).tolist()
+        for j in range(len(datas)):
+            if self._ok[j] is None and self.found[j] is not None and not len(self.found[j][0]):
+                self._set_empty(j)
+
+    def _set_empty(self, j: int) -> None:
+        import numpy as np
+
+        self._ok[j] = np.zeros(0, bool)
+        self._fast[j] = np.zeros(0, bool)
+        self._cols[j] = list(_empty_columns())
+        self._slow[j] = []
+
+    def _alike(
+        self, layout: _Layout, members: list[int], datas: list[bytes], light: bool
+    ) -> list[int]:
+        """Decode the files ``members`` laid out as ``layout``; returns those that are not
+        (left for :meth:`_general`)."""
+        import numpy as np
+
+        size = layout.size
+        block = b"".join(datas[j] for j in members)
+        rows = np.frombuffer(block, np.uint8).reshape(len(members), size)
+        same = ~((rows != layout.ref) & layout.fixed).any(axis=1)
+        out = [j for j, alike in zip(members, same.tolist()) if not alike]
+        matched = [j for j, alike in zip(members, same.tolist()) if alike]
+        if not matched:
+            return out
+        m_rows = np.flatnonzero(same)
+        f_idx, slow_idx = layout.f_idx, layout.slow_idx
+        words = np.ndarray((len(block) - 7,), "<u8", block, 0, (1,))
+        shift = (m_rows * size)[:, None]
+        tp, te = layout.p[f_idx], layout.stop[f_idx]
+        wall_bits = words[tp[None, :] + shift + 1]
+        tail = words[te[None, :] + shift - 4]
+        value_bits = tail & np.uint64(0xFFFFFFFF)
+        if light:
+            ok = np.ones(wall_bits.shape, bool)
+        else:
+            ok = _template_crcs(
+                (te - tp)[None, :],
+                layout.tail >> 32,
+                wall_bits ^ layout.wall,
+                value_bits ^ (layout.tail & np.uint64(0xFFFFFFFF)),
+                tail >> 32,
+            )
+        walls = wall_bits.view(np.float64)
+        values = value_bits.astype(np.uint32).view(np.float32).astype(np.float64)
+        remap = np.array(
+            [self._index.setdefault(name, len(self._index)) for name in layout.names], np.int32
+        )
+        t_codes = remap[layout.codes] if len(layout.names) else layout.codes
+        t_steps = layout.steps
+        if len(slow_idx):  # the other records' CRCs, one by one, as _decode_records checks them
+            mv = memoryview(block)
+            starts = (shift + layout.p[slow_idx][None, :]).ravel()
+            stops = (shift + layout.stop[slow_idx][None, :]).ravel()
+            crc: Callable[[Any], int] = crc32c  # takes any buffer
+            c = np.fromiter(
+                map(crc, map(mv.__getitem__, map(slice, starts.tolist(), stops.tolist()))),
+                np.uint64,
+                len(starts),
+            )
+            stored = words[stops - 4] >> np.uint64(32)
+            slow_ok = ((((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF == stored).reshape(
+                len(matched), len(slow_idx)
+            )
+        slow_list = slow_idx.tolist()
+        n_rec = len(layout.offs)
+        found = (layout.offs, layout.used, False)
+        for m, j in enumerate(matched):
+            good = ok[m]
+            fast = np.zeros(n_rec, bool)
+            fast[f_idx] = good
+            rec_ok = fast.copy()
+            if len(slow_idx):
+                rec_ok[slow_idx] = slow_ok[m]
+            self.found[j] = found
+            self.need[j] = layout.need
+            self._ok[j] = rec_ok
+            self._fast[j] = fast
+            if good.all():
+                self._cols[j] = [t_codes, t_steps, walls[m], values[m]]
+                self._slow[j] = slow_list
+            else:  # a damaged record: one by one, where its CRC is reported
+                self._cols[j] = [t_codes[good], t_steps[good], walls[m][good], values[m][good]]
+                self._slow[j] = np.flatnonzero(~fast).tolist()
+        return out
+
+
+#: per thread: the layout of the last group of files read, the template of the next group's
+#: first files (the tasks of a sweep come one after another).
+_LAST = threading.local()
+
+
+class _Layout:
+    """A file laid out on its own and decoded, as the template of the files laid out alike:
+    its bytes, record bounds, torn tail, which records are scalars of the common layout (their
+    tag codes into ``names`` and steps), and the bytes that may differ in a file laid out
+    alike (the scalar records' wall times, values and CRCs; other records' payloads)."""
+
+    #: the largest file kept as the template of the next group.
+    max_size = 1 << 20
+
+    def __init__(
+        self, data: bytes, found: Any, need: int, fast: Any, cols: list[Any], names: list[str]
+    ) -> None:
+        import numpy as np
+
+        self.size = len(data)
+        self.offs: Any = found[0]
+        self.used: int = found[1]
+        self.need = need
+        self.ref: Any = np.frombuffer(data, np.uint8)
+        n_rec = len(self.offs)
+        self.stop: Any = np.empty(n_rec, np.int64)
+        self.stop[:-1] = self.offs[1:] - 4
+        self.stop[-1] = self.used - 4
+        self.p: Any = self.offs + 12
+        self.f_idx: Any = np.flatnonzero(fast)
+        self.slow_idx: Any = np.flatnonzero(~fast)
+        present = np.unique(cols[0]) if len(cols[0]) else np.empty(0, np.int32)
+        self.names = [names[i] for i in present.tolist()]
+        self.codes: Any = np.searchsorted(present, cols[0]).astype(np.int32)
+        self.steps: Any = cols[1]
+        free = np.zeros(self.size, bool)
+        fp, fe = self.p[self.f_idx], self.stop[self.f_idx]
+        free[(fp[:, None] + np.arange(1, 9)).ravel()] = True  # wall times
+        free[(fe[:, None] + np.arange(-4, 4)).ravel()] = True  # values and data CRCs
+        for i in self.slow_idx.tolist():  # other records: payload and data CRC
+            free[int(self.p[i]) : int(self.stop[i]) + 4] = True
+        self.fixed: Any = ~free
+        words = np.ndarray((self.size - 7,), "<u8", data, 0, (1,))
+        self.wall: Any = words[fp + 1]
+        self.tail: Any = words[fe - 4]
+
+
+def _template_crcs(length: Any, t_crc: Any, wall_diff: Any, value_diff: Any, stored: Any) -> Any:
+    """Whether each record's stored (masked) data CRC holds, for records that differ from a
+    checked record of the same payload ``length`` (its masked CRC ``t_crc``) only in their wall
+    time (``wall_diff``: the xor of the two, bytes 1-8 of the payload) and value
+    (``value_diff``: its last 4 bytes): the template's CRC corrected by a lookup per pair of
+    bytes that differ (CRC-32C without its initial value and final xor is linear). Arrays of
+    one shape (files x records); ``length`` and ``t_crc`` broadcast along the files."""
+    import numpy as np
+    from tallyboard.records.framing import _byte_table, _pair_table
+
+    c = (t_crc - np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF)  # unmask the template's CRC
+    crc = (((c >> np.uint64(17)) | (c << np.uint64(15))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    crc = np.broadcast_to(crc, wall_diff.shape).copy()
+    length = np.broadcast_to(length, wall_diff.shape)
+    for size in np.unique(length[0]).tolist():
+        cols = np.flatnonzero(length[0] == size)
+        part = crc[:, cols]
+        for diff, offset, width in ((wall_diff[:, cols], 1, 8), (value_diff[:, cols], size - 4, 4)):
+            for j in range(0, width, 2):
+                pair = (diff >> np.uint64(8 * j)) & np.uint64(0xFFFF)
+                if not pair.any():
+                    continue  # these bytes are the template's in every record
+                d = size - offset - j  # distance of the low byte from the payload's end
+                table = _pair_table(d)
+                if table is not None:
+                    part ^= table[pair.astype(np.intp)]
+                else:
+                    part ^= _byte_table(d)[(pair & np.uint64(0xFF)).astype(np.intp)]
+                    part ^= _byte_table(d - 1)[(pair >> np.uint64(8)).astype(np.intp)]
+        crc[:, cols] = part
+    m = crc.astype(np.uint64)
+    return (((m >> 15) | (m << 17)) + 0xA282EAD8) & 0xFFFFFFFF == stored
+
+
+def _merge_in_order(
+    batch: Batch, names: list[str], fast: list[Any], fast_recs: Any, slow_recs: list[int]
+) -> None:
+    """Put the scalars of one file into ``batch`` as one column, in record order: those decoded
+    at once (``fast``: codes into ``names``, step, wall time, value; of the records
+    ``fast_recs``) and those decoded one by one (``batch``'s lists, of the records
+    ``slow_recs``)."""
+    import numpy as np
+
+    index = {name: code for code, name in enumerate(names)}
+    all_names = list(names)
+    slow_codes = [index.setdefault(t, len(index)) for t in batch.tags]
+    all_names.extend(list(index)[len(names) :])
+    order = np.argsort(np.concatenate([fast_recs, np.array(slow_recs, np.int64)]), kind="stable")
+    merged = [
+        np.concatenate([fast[0], np.array(slow_codes, np.int32)])[order],
+        np.concatenate([fast[1], np.array(batch.steps, np.int64)])[order],
+        np.concatenate([fast[2], np.array(batch.wall_times, np.float64)])[order],
+        np.concatenate([fast[3], np.array(batch.values, np.float64)])[order],
+    ]
+    for column in (batch.tags, batch.steps, batch.wall_times, batch.values):
+        del column[:]
+    batch.columns.append((all_names, merged[0], merged[1], merged[2], merged[3]))
 
 
 def _period(sizes: list[int]) -> int:

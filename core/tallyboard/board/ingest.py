@@ -1,0 +1,290 @@
+"""What a reader plugin read, as TensorBoard's time series: the provider's bridge to its plugins.
+
+The provider names no format. A reader plugin gives a :class:`~tallyboard.plugin.readers.Batch`
+(scalars as columns, every other kind as rows); each value then takes the road
+``tallyboard convert --to tfevents`` takes: the kind rebuilds it from its row
+(``Kind.from_row``) and the kind's encoder for TensorBoard's own summaries
+(``(kind, "tfevents")``) writes it. TensorBoard's own migration (``data_compat`` and
+``dataclass_compat``, what its loaders apply to every event) then gives each value its plugin
+name, metadata and data class. So the frontend sees exactly what it would for the same values
+converted to event files, for every format and every kind that can be written as event files,
+a third-party kind included.
+
+Scalars skip the per-value road: the first value of a tag is sent down it once to learn the
+tag's metadata and the precision event files keep (float32 for ``simple_value``), then the
+whole column is rounded the same way.
+
+What cannot be shown is reported once per kind (or plugin name) and run, never dropped
+silently: a kind with no TensorBoard encoder, one that cannot rebuild its rows, values no
+installed kind decodes.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tallyboard.board.reservoir import object_array
+from tallyboard.board.store import BLOB_SEQUENCE, SCALAR, TENSOR, Run, Series, Store
+from tallyboard.plugin.readers import Batch
+from tallyboard.plugin.registry import Registry, get_registry
+
+log = logging.getLogger("tallyboard.board")
+
+#: The sink whose encoders write TensorBoard's summary protos: the language of the frontend's
+#: plugins, hence of the data-provider protocol.
+WIRE = "tfevents"
+#: The essential kind of every Batch's scalar columns.
+SCALAR_KIND = "scalar"
+
+Encoder = Callable[[str, Any, float, Any], Any]
+
+
+class _Protos:
+    """TensorBoard's message classes and migrations, imported on first use."""
+
+    def __init__(self) -> None:
+        from tensorboard import data_compat, dataclass_compat
+        from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2
+        from tensorboard.util import tensor_util
+
+        self.Event = event_pb2.Event
+        self.SummaryMetadata = summary_pb2.SummaryMetadata
+        self.TensorProto = tensor_pb2.TensorProto
+        self.migrate_value = data_compat.migrate_value
+        self.migrate_event = dataclass_compat.migrate_event
+        self.make_ndarray = tensor_util.make_ndarray
+
+
+@functools.lru_cache(maxsize=1)
+def protos() -> _Protos:
+    """TensorBoard's protos and migrations (imported once, lazily)."""
+    return _Protos()
+
+
+class Ingest:
+    """Turns the batches read from each run into points of the store's series.
+
+    ``note(key, message)`` is called once per distinct problem (a kind that cannot be shown, a
+    value that could not be encoded); the loader logs it.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        note: Callable[[tuple[Any, ...], str], None],
+        registry: Registry | None = None,
+    ) -> None:
+        self.store = store
+        self.note = note
+        self.reg = registry or get_registry()
+        self.p = protos()
+        #: per run: the metadata of each tag's first value (``dataclass_compat``'s state)
+        self._initial: dict[str, dict[str, Any]] = {}
+        #: per scalar tag: (metadata of its series, whether values are kept as float32)
+        self._scalar_meta: dict[str, tuple[Any, bool]] = {}
+        self._encoders: dict[str, tuple[Encoder | None, str]] = {}
+
+    def forget(self, run: str) -> None:
+        """Drop what is remembered of ``run`` (deleted)."""
+        self._initial.pop(run, None)
+
+    def add(self, run_name: str, batch: Batch) -> int:
+        """Put everything of ``batch`` into the series of ``run_name``; returns the points
+        offered."""
+        run = self.store.run(run_name)
+        for (plugin, tag), n in batch.undecoded.items():
+            self.note(
+                ("undecoded", run_name, plugin),
+                f"run {run_name!r}: {n} value(s) of plugin {plugin!r} (first tag {tag!r}) are "
+                "of no kind an installed plugin decodes; not shown",
+            )
+        count = self._add_scalars(run, batch)
+        for kind, rows in batch.rows.items():
+            count += self._add_rows(run, kind, rows)
+        return count
+
+    # -- scalars: whole columns -------------------------------------------------------------
+
+    def _add_scalars(self, run: Run, batch: Batch) -> int:
+        batch.flush_lists()
+        columns, batch.columns = batch.columns, []
+        count = 0
+        for names, codes, steps, walls, values in columns:
+            if not len(codes):
+                continue
+            order = np.argsort(codes, kind="stable")
+            sorted_codes = codes[order]
+            bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
+            for part in np.split(order, bounds):
+                tag = names[int(codes[part[0]])]
+                series = run.series.get(tag) or self._scalar_series(run, tag)
+                if series is None:
+                    continue
+                if series.data_class != SCALAR:
+                    self.note(
+                        ("class", run.name, tag),
+                        f"run {run.name!r}: tag {tag!r} holds scalars and other values; "
+                        "the scalars are not shown",
+                    )
+                    continue
+                vals = values[part]
+                known = self._scalar_info(run.name, tag)
+                if known is None or known[1]:
+                    vals = vals.astype(np.float32).astype(np.float64)
+                w = walls[part]
+                series.reservoir.offer(steps[part], w, vals)
+                run.saw(float(w.min()))
+                count += len(part)
+        return count
+
+    def _scalar_info(self, run: str, tag: str) -> tuple[Any, bool] | None:
+        """The metadata of a scalar tag's series and whether event files keep its values as
+        float32, learnt from one value sent down the road (once per tag)."""
+        known = self._scalar_meta.get(tag)
+        if known is None:
+            values = self._encode(run, SCALAR_KIND, tag, 0, 0.0, 0.0, probe=True)
+            if not values:
+                return None
+            value = values[0]
+            float32 = value.tensor.dtype == 1  # DT_FLOAT: what a simple_value keeps
+            known = self._scalar_meta[tag] = (value.metadata, float32)
+        return known
+
+    def _scalar_series(self, run: Run, tag: str) -> Series | None:
+        """A new scalar series of ``run`` for ``tag``."""
+        known = self._scalar_info(run.name, tag)
+        if known is None:
+            return None
+        meta = self.p.SummaryMetadata()
+        meta.CopyFrom(known[0])
+        self._initial.setdefault(run.name, {}).setdefault(tag, meta)
+        return self.store.new_series(run, tag, meta)
+
+    # -- other kinds: row by row -------------------------------------------------------------
+
+    def _add_rows(self, run: Run, kind: str, rows: list[dict[str, Any]]) -> int:
+        pending: dict[str, tuple[Series, list[int], list[float], list[Any]]] = {}
+        for row in rows:
+            try:
+                step, wall = int(row["step"]), float(row["wall_time"])
+            except (KeyError, TypeError, ValueError):
+                self.note(("row", kind), f"kind {kind!r}: a row without step or wall_time")
+                continue
+            values = self._encode(run.name, kind, row.get("tag"), step, wall, row)
+            if values is None:
+                break  # the kind cannot be shown at all (noted)
+            for value in values:
+                got = self._payload(run, value)
+                if got is None:
+                    continue
+                series, payload = got
+                entry = pending.get(value.tag)
+                if entry is None or entry[0] is not series:
+                    entry = pending[value.tag] = (series, [], [], [])
+                entry[1].append(step)
+                entry[2].append(wall)
+                entry[3].append(payload)
+        count = 0
+        for series, steps, walls, payloads in pending.values():
+            values = payloads if series.data_class == SCALAR else object_array(payloads)
+            series.reservoir.offer(steps, walls, values)
+            run.saw(min(walls))
+            count += len(steps)
+        return count
+
+    def _encoder(self, kind: str) -> tuple[Encoder | None, str]:
+        got = self._encoders.get(kind)
+        if got is None:
+            k = self.reg.kinds.get(kind)
+            encode = self.reg.encoders.get((kind, WIRE))
+            if encode is None and ("*", WIRE) in self.reg.encoders:
+                encode = functools.partial(self.reg.encoders[("*", WIRE)], kind)
+            why = ""
+            if k is None:
+                why = f"no installed kind {kind!r}"
+            elif k.log is not None:
+                why = f"kind {kind!r} is logged as files beside the run"
+            elif encode is None:
+                why = f"kind {kind!r} has no encoder for TensorBoard's summaries ({WIRE})"
+            elif k.from_row is None and kind != SCALAR_KIND:
+                why = f"kind {kind!r} cannot be rebuilt from what was read (no from_row)"
+            got = self._encoders[kind] = (None if why else encode, why)
+        return got
+
+    def _encode(
+        self, run: str, kind: str, tag: Any, step: int, wall: float, row: Any, probe: bool = False
+    ) -> list[Any] | None:
+        """The migrated ``Summary.Value``s of one value, [] when this value failed (noted), or
+        None when no value of ``kind`` can be shown (noted once)."""
+        encode, why = self._encoder(kind)
+        if encode is None:
+            self.note(("kind", run, kind), f"run {run!r}: {why}; its values are not shown")
+            return None
+        k = self.reg.kinds[kind]
+        try:
+            if probe:
+                value_tag, value = tag, row
+            else:
+                assert k.from_row is not None
+                value_tag, value = k.from_row(row)
+            data = encode(value_tag, step, wall, k.convert(value))
+            event = self.p.Event.FromString(bytes(data))
+        except Exception as exc:  # this value cannot be shown: say so once per kind and run
+            self.note(
+                ("value", run, kind),
+                f"run {run!r}: a {kind} value ({tag!r} at step {step}) could not be written as "
+                f"TensorBoard summaries: {exc!r}; such values are not shown",
+            )
+            return []
+        if event.HasField("summary"):
+            for i, v in enumerate(event.summary.value):
+                migrated = self.p.migrate_value(v)
+                if migrated is not v:
+                    event.summary.value[i].CopyFrom(migrated)
+        initial = self._initial.setdefault(run, {}) if not probe else {}
+        out = []
+        for ev in self.p.migrate_event(event, initial):
+            if ev.HasField("summary"):
+                out.extend(ev.summary.value)
+        return out
+
+    def _payload(self, run: Run, value: Any) -> tuple[Series, Any] | None:
+        """The series of a migrated value (made on its tag's first value) and what it keeps of
+        the value: a float, a ``TensorProto`` or a tuple of blobs."""
+        tag = value.tag
+        series = run.series.get(tag)
+        if series is None:
+            meta = self._initial.get(run.name, {}).get(tag)
+            if meta is None or not meta.data_class:
+                meta = value.metadata
+            if meta.data_class not in (SCALAR, TENSOR, BLOB_SEQUENCE):
+                self.note(
+                    ("unknown-class", run.name, tag),
+                    f"run {run.name!r}: tag {tag!r} (plugin {meta.plugin_data.plugin_name!r}) "
+                    "has no data class TensorBoard serves; not shown",
+                )
+                return None
+            copy = self.p.SummaryMetadata()
+            copy.CopyFrom(meta)
+            series = self.store.new_series(run, tag, copy)
+        tensor = value.tensor
+        if series.data_class == SCALAR:
+            try:
+                return series, float(self.p.make_ndarray(tensor).item())
+            except Exception:
+                self.note(
+                    ("scalar", run.name, tag),
+                    f"run {run.name!r}: tag {tag!r} holds a value that is not one number; "
+                    "such values are not shown",
+                )
+                return None
+        if series.data_class == TENSOR:
+            payload = self.p.TensorProto()
+            payload.CopyFrom(tensor)
+            return series, payload
+        return series, tuple(bytes(b) for b in tensor.string_val)

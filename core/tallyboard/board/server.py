@@ -1,0 +1,183 @@
+"""The data provider as a running server: the gRPC service plus the loader's thread."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import math
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from tallyboard.board.loader import Loader
+from tallyboard.board.store import DEFAULT_SAMPLES, Sampling, Store
+from tallyboard.warn import warn
+
+log = logging.getLogger("tallyboard.board")
+
+#: Seconds between the end of one pass over the log dir and the start of the next.
+DEFAULT_RELOAD = 5.0
+#: Seconds a call to the store may take, and a request may wait for the first listing.
+DEFAULT_DEADLINE = 10.0
+#: Threads answering requests.
+WORKERS = 16
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _positive(value: Any, name: str, zero_ok: bool = False) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not zero_ok):
+        what = "a number >= 0" if zero_ok else "a number > 0"
+        raise ValueError(f"{name} must be {what} of seconds, got {value!r}")
+    return float(value)
+
+
+class BoardServer:
+    """TensorBoard's data provider over ``logdir``, listening on ``host:port``.
+
+    Use :func:`serve` to make one. ``address`` is what ``tensorboard --grpc_data_provider``
+    takes. :meth:`stop` (or leaving the ``with`` block) stops serving and loading.
+    """
+
+    def __init__(
+        self,
+        logdir: str,
+        host: str,
+        port: int,
+        reload: float,
+        samples: Mapping[str, int] | None,
+        deadline: float,
+    ) -> None:
+        from concurrent import futures
+
+        import grpc
+        from tensorboard.data.proto import data_provider_pb2_grpc as pb_grpc
+
+        from tallyboard.board.service import Servicer
+
+        self.logdir = logdir
+        self.reload = reload
+        self.store = Store(Sampling(dict(samples or {}), dict(DEFAULT_SAMPLES)))
+        self.loader = Loader(logdir, self.store, deadline)
+        self._stop = threading.Event()
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="tallyboard-board"),
+            options=[("grpc.max_send_message_length", -1), ("grpc.so_reuseport", 0)],
+        )
+        pb_grpc.add_TensorBoardDataProviderServicer_to_server(
+            Servicer(self.store, self.loader, logdir, deadline), self._server
+        )
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        try:
+            self.port = self._server.add_insecure_port(where)
+        except RuntimeError as exc:  # grpc's message names no port
+            raise OSError(f"cannot listen on {where}: {exc}") from None
+        if not self.port:
+            raise OSError(f"cannot listen on {where} (in use, or not an address of this machine)")
+        self.host = host
+        self._server.start()
+        self._thread = threading.Thread(
+            target=self._load, name="tallyboard-board-loader", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def address(self) -> str:
+        """``host:port`` for ``tensorboard --grpc_data_provider``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    def _load(self) -> None:
+        try:
+            self.loader.run(self._stop, self.reload)
+        except Exception:  # the service goes on with what was loaded; say why loading stopped
+            log.exception("tallyboard board: loading %s stopped", self.logdir)
+
+    def wait_loaded(self, timeout: float = 60.0) -> bool:
+        """Read what is new now and wait until it is served (a pass started after this call
+        has finished); False after ``timeout`` seconds. For scripts and tests: a running server
+        reads every ``reload`` seconds by itself."""
+        return self.loader.wait_fresh(timeout)
+
+    def stop(self, grace: float = 1.0) -> None:
+        """Stop answering (requests in flight get ``grace`` seconds) and stop loading."""
+        self._stop.set()
+        self.loader.wake()
+        self._server.stop(grace).wait()
+        self._thread.join(timeout=grace + 5)
+
+    def __enter__(self) -> BoardServer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def serve(
+    logdir: str,
+    *,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    reload: float = DEFAULT_RELOAD,
+    samples: Mapping[str, int] | None = None,
+    deadline: float = DEFAULT_DEADLINE,
+) -> BoardServer:
+    """Serve ``logdir`` (a path or fsspec URL) to TensorBoard as its gRPC data provider.
+
+    The log dir is read by the installed reader plugins (event files, MindSpore summaries,
+    CSV, JSONL, any third-party reader), again every ``reload`` seconds, only what is new.
+    Start TensorBoard with ``--grpc_data_provider`` set to the returned server's ``address``.
+
+    Args:
+        logdir: Local directory or fsspec URL (``s3://bucket/runs``) holding the runs.
+        port: TCP port; 0 picks a free one (see ``BoardServer.port``).
+        host: Address to listen on. Anything but loopback lets other machines read your
+            runs: a warning says so.
+        reload: Seconds between passes over the log dir (0: load once).
+        samples: Points kept per series by plugin name (``{"scalars": 500}``, 0 keeps all);
+            others keep 1,000 scalars, 100 tensors or 10 blob sequences, as RustBoard.
+        deadline: Seconds a call to the store may take before it counts as failed, and that
+            a request waits for the first listing of the log dir.
+
+    Returns:
+        The running :class:`BoardServer` (a context manager; ``stop()`` ends it).
+
+    Raises:
+        TypeError: ``logdir`` or ``host`` is not a non-empty str.
+        ValueError: a number is out of range, or ``samples`` is malformed.
+        OSError: the address cannot be listened on.
+
+    Example:
+        >>> with serve("runs", reload=0) as server:  # doctest: +SKIP
+        ...     print(server.address)
+    """
+    if not isinstance(logdir, str) or not logdir:
+        raise TypeError(f"logdir must be a non-empty str path or URL, got {logdir!r}")
+    if not isinstance(host, str) or not host:
+        raise TypeError(f"host must be a non-empty str, got {host!r}")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"port must be an int in 0..65535, got {port!r}")
+    reload = _positive(reload, "reload", zero_ok=True)
+    deadline = _positive(deadline, "deadline")
+    counts_ok = isinstance(samples, Mapping) and all(
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        for k, v in samples.items()
+    )
+    if samples is not None and not counts_ok:
+        raise ValueError(f"samples must map plugin names to counts >= 0, got {samples!r}")
+    if not is_loopback(host):
+        warn(
+            f"tallyboard board: the data provider listens on {host}, not loopback: anyone who "
+            f"can reach this machine can read every run under {logdir}",
+            UserWarning,
+        )
+    return BoardServer(logdir, host, port, reload, samples, deadline)

@@ -1,0 +1,190 @@
+"""``tallyboard board`` and ``tallyboard serve`` as a shell user runs them: real processes.
+
+``board`` starts the provider and TensorBoard, prints the URL, and stops both on Ctrl-C or when
+either dies; ``serve`` runs the provider alone for a TensorBoard started elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from board_support import board, wait_until
+from tallyboard import SummaryWriter
+from tb_server import TensorBoard, free_port, stop_process_group
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cli-board")
+    for seed in range(2):
+        with SummaryWriter(root / f"seed{seed}", sinks=["csv"]) as w:
+            for step in range(5):
+                w.add_scalar("loss", 1.0 / (step + 1) + seed, step)
+    return root
+
+
+def _cli(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tallyboard", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kw,  # type: ignore[call-overload]
+    )
+
+
+def _tensorboard_of(pid: int) -> psutil.Process:
+    (child,) = [
+        p for p in psutil.Process(pid).children(recursive=True) if "tensorboard.main" in p.cmdline()
+    ]
+    return child
+
+
+def _gone(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_board_serves_the_runs_on_loopback_prints_the_url_and_ctrl_c_stops_both(
+    logdir: Path,
+) -> None:
+    with board(str(logdir), "--samples-per-plugin", "scalars=2", "--window_title=tallied") as b:
+        assert sorted(b.tb.get_json("/data/runs")) == ["seed0", "seed1"]
+        tb = _tensorboard_of(b.proc.pid)
+        cmd = tb.cmdline()
+        assert cmd[cmd.index("--logdir") + 1] == str(logdir)  # the projector reads its files
+        assert cmd[cmd.index("--host") + 1] == "127.0.0.1"
+        assert "--window_title=tallied" in cmd  # an option board does not know goes on
+        points = b.tb.get_json("/data/plugin/scalars/scalars", run="seed0", tag="loss")
+        assert len(points) == 2 and points[-1][1] == 4  # 2 points kept per series, the last one
+        host, port = cmd[cmd.index("--grpc_data_provider") + 1].rsplit(":", 1)
+        assert host == "127.0.0.1"
+        listening = [
+            ipaddress.ip_address(c.laddr.ip)
+            for c in psutil.Process(b.proc.pid).net_connections("tcp")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port == int(port)
+        ]
+        assert listening and all(
+            (a.ipv4_mapped or a).is_loopback
+            for a in listening  # type: ignore[union-attr]
+        ), listening
+        web = b.tb.base.rsplit(":", 1)[1]
+        wait_until(lambda: f"TensorBoard at http://localhost:{web}/" in b.stderr(), 30, "URL")
+        b.proc.send_signal(signal.SIGINT)
+        assert b.proc.wait(30) == 0
+        assert _gone(tb)
+
+
+def test_when_tensorboard_dies_board_stops_and_says_why(logdir: Path) -> None:
+    with board(str(logdir)) as b:
+        _tensorboard_of(b.proc.pid).kill()
+        assert b.proc.wait(30) == 1
+        assert "TensorBoard exited with status -9" in b.stderr()
+
+
+def test_when_board_is_killed_tensorboard_follows(logdir: Path) -> None:
+    with board(str(logdir)) as b:
+        tb = _tensorboard_of(b.proc.pid)
+        b.proc.kill()  # no chance to clean up: TensorBoard is told by the kernel
+        b.proc.wait(30)
+        wait_until(lambda: _gone(tb), 30, "TensorBoard stopping with its parent")
+
+
+def test_serve_alone_feeds_a_tensorboard_started_elsewhere(logdir: Path) -> None:
+    port, web = free_port(), free_port()
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "tallyboard", "serve", str(logdir), "--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    tb = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tensorboard.main",
+            "--grpc_data_provider",
+            f"127.0.0.1:{port}",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(web),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        client = TensorBoard(web)
+
+        def runs() -> list[str]:
+            try:
+                return sorted(client.get_json("/data/runs"))
+            except OSError:
+                return []
+
+        assert wait_until(runs, 90, "runs through tallyboard serve") == ["seed0", "seed1"]
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(30) == 0
+        assert f"127.0.0.1:{port}" in serve.stderr.read()
+    finally:
+        stop_process_group(tb, 10)
+        if serve.poll() is None:
+            stop_process_group(serve, 10)
+        serve.stderr.close()
+
+
+def test_bad_arguments_say_what_was_expected(logdir: Path, tmp_path: Path) -> None:
+    out = _cli("board", str(tmp_path / "missing"))
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"tallyboard board: logdir {str(tmp_path / 'missing')!r} is not a directory"
+    ]
+    for args, words in [
+        (["board", str(logdir), "--port", "abc"], "expected a port in 0..65535"),
+        (["serve", str(logdir), "--reload", "-1"], "expected a number of seconds >= 0"),
+        (["serve", str(logdir), "--deadline", "0"], "expected a number of seconds > 0"),
+        (["board", str(logdir), "--samples-per-plugin", "scalars"], "expected plugin=N"),
+        (["ls", str(logdir), "--window_title=x"], "unrecognized arguments"),
+    ]:
+        out = _cli(*args)
+        assert out.returncode == 2 and words in out.stderr, (args, out.stderr)
+
+
+def test_without_tensorboard_the_extra_is_named(logdir: Path, tmp_path: Path) -> None:
+    fake = tmp_path / "fake" / "tensorboard"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('no tensorboard here')\n")
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")])
+    )
+    for command in ["board", "serve"]:
+        out = _cli(command, str(logdir), env=env)
+        assert out.returncode == 1
+        last = out.stderr.strip().splitlines()[-1]
+        assert last.startswith(f"tallyboard {command}: ") and "does not import" in last
+        assert 'pip install "tallyboard[board]"' in last
+        if command == "serve":  # (board starts TensorBoard first: its own traceback is shown)
+            assert "Traceback" not in out.stderr
+
+
+def test_every_option_says_its_default() -> None:
+    from tallyboard.cli import board as cli_board
+
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    cli_board.add_parsers(sub)
+    for name, p in sub.choices.items():
+        for action in p._actions:
+            if action.option_strings and action.dest != "help":
+                assert "default" in (action.help or ""), (name, action.option_strings)
