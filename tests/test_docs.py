@@ -57,6 +57,8 @@ from test_example_plugin import EXAMPLE, example_installed  # noqa: F401 (fixtur
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [
     ROOT / "README.md",
+    ROOT / "CONTRIBUTING.md",
+    ROOT / "CHANGELOG.md",
     *sorted(
         p
         for p in (ROOT / "docs").rglob("*.md")

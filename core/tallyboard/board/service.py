@@ -192,23 +192,17 @@ class Servicer(pb_grpc.TensorBoardDataProviderServicer):  # type: ignore[misc]
         return self._list(req, context, BLOB_SEQUENCE, pb.ListBlobSequencesResponse(), _blob_meta)
 
     def ReadScalars(self, req: Any, context: Any) -> Any:  # noqa: N802
-        n = self._num_points(req, context)
-        res = pb.ReadScalarsResponse()
-        for run, found in self._series(req, context, SCALAR):
-            entry = res.runs.add(run_name=run)
-            for tag, s in found:
-                steps, walls, values = s.reservoir.view
-                pick = downsample(len(steps), n)
-                data = entry.tags.add(tag_name=tag).data
-                data.step.extend(steps[pick].tolist())
-                data.wall_time.extend(walls[pick].tolist())
-                data.value.extend(values[pick].tolist())
-        return res
+        return self._read_points(req, context, SCALAR, pb.ReadScalarsResponse())
 
     def ReadTensors(self, req: Any, context: Any) -> Any:  # noqa: N802
+        return self._read_points(req, context, TENSOR, pb.ReadTensorsResponse())
+
+    def _read_points(self, req: Any, context: Any, data_class: int, res: Any) -> Any:
+        """``res`` filled with the kept points of each asked series of ``data_class``
+        (scalars or tensors: steps, wall times and values), downsampled to the request's
+        number of points."""
         n = self._num_points(req, context)
-        res = pb.ReadTensorsResponse()
-        for run, found in self._series(req, context, TENSOR):
+        for run, found in self._series(req, context, data_class):
             entry = res.runs.add(run_name=run)
             for tag, s in found:
                 steps, walls, values = s.reservoir.view

@@ -62,7 +62,6 @@ _DEFAULT_SPECIFIED_DATA: dict[str, Any] = {
     },
 }
 _BOOL_ITEMS = set(_DEFAULT_SPECIFIED_DATA) - {"histogram_regular", "collect_landscape"}
-_EXPORT_OPTIONS = {"tensor_format": {"npy", None}}
 #: The environment variable MindSpore's hyper-parameter tools put custom lineage in.
 HYPER_CONFIG_ENV_NAME = "MINDINSIGHT_HYPER_CONFIG"
 _HYPER_CONFIG_LEN_LIMIT = 100000
@@ -82,26 +81,15 @@ def _check_type(name: str, value: Any, types: Iterable[type]) -> None:
 
 
 def _check_export_options(options: Any) -> dict[str, str | None] | None:
-    """``export_options`` checked as MindSpore's ``SummaryCollector`` checks it."""
+    """``export_options`` checked as MindSpore's ``SummaryCollector`` checks it: its own type
+    messages, then the keys and values as ``SummaryRecord`` checks them."""
     if options is None:
         return None
     _check_type("export_options", options, [dict, type(None)])
     for key, value in options.items():
         _check_type("export_option", key, [str])
         _check_type("export_format", value, [str, type(None)])
-    unexpected = set(options) - set(_EXPORT_OPTIONS)
-    if unexpected:
-        raise ValueError(
-            f'For "SummaryRecord", the keys {unexpected} of "export_options" are unsupported, '
-            f"expect the follow keys: {list(_EXPORT_OPTIONS)}"
-        )
-    for key, value in options.items():
-        if value not in _EXPORT_OPTIONS[key]:
-            raise ValueError(
-                f'For "SummaryRecord", the export_format {{{value!r}}} of "export_options" are '
-                f"unsupported for {key}, expect the follow values: {list(_EXPORT_OPTIONS[key])}"
-            )
-    return dict(options)
+    return summary_record.check_export_options(options)
 
 
 class SummaryCollector(_Callback):  # type: ignore[misc]

@@ -131,7 +131,8 @@ def _make_dir(log_dir: Any, arg: str = "log_dir") -> str:
     return path
 
 
-def _check_export_options(options: Any) -> dict[str, str | None] | None:
+def check_export_options(options: Any) -> dict[str, str | None] | None:
+    """``export_options`` checked as MindSpore's ``SummaryRecord`` checks it (types, keys, values)."""
     if options is None:
         return None
     if not isinstance(options, dict):
@@ -325,7 +326,7 @@ class SummaryRecord:
             raise _type_error("raise_exception", raise_exception, "'bool'")
         if not isinstance(tensorboard, bool):
             raise _type_error("tensorboard", tensorboard, "'bool'")
-        self._export_options = _check_export_options(export_options)
+        self._export_options = check_export_options(export_options)
         if network is not None and _mindspore() is None:
             raise TypeError(
                 "The 'network' argument needs MindSpore (a mindspore.nn.Cell); without MindSpore pass "

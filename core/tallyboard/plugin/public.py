@@ -94,10 +94,12 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "tallyboard.plugin.network": ("NetworkSink", "NetworkSettings", "Refused", "Outcome"),
     "tallyboard.plugin.readers": (
         "Batch",
+        "Batches",
         "FileReader",
         "ChunkedFileReader",
         "ReaderSpec",
         "warn_corrupt",
+        "size_of",
     ),
     "tallyboard.plugin.registry": (
         "get_registry",
@@ -171,6 +173,8 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "frame_fixed",
         "in_call_order",
         "varint_columns",
+        "byte_table",
+        "pair_table",
     ),
     "tallyboard.records.wire": (
         "varint",

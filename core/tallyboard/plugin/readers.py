@@ -273,7 +273,7 @@ class ChunkedFileReader:
             return batch
         limit, first = self.read_limit, self.offset
         with self.fs.open(self.path, "rb") as f:
-            size = _size_of(f)  # never read past it: a live file grows later
+            size = size_of(f)  # never read past it: a live file grows later
             f.seek(self.offset)
             rest = b""
             while not self.dead:
@@ -371,7 +371,7 @@ def warn_corrupt(path: str, offset: int, what: str) -> None:
     warnings.warn(f"{path}: {what} at offset {offset}", ReadWarning, stacklevel=3)
 
 
-def _size_of(f: Any) -> int | None:
+def size_of(f: Any) -> int | None:
     """The size of an open file: fsspec's ``size``, else ``fstat`` of a plain file."""
     size = getattr(f, "size", None)
     if isinstance(size, int):

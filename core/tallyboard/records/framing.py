@@ -154,8 +154,10 @@ _MAX_PAIR_TABLES = 24
 _tables_lock = threading.Lock()
 
 
-def _byte_table(d: int) -> Any:
-    """Contribution to the (linear) CRC of one byte followed by ``d - 1`` zero bytes."""
+def byte_table(d: int) -> Any:
+    """A uint32[256] array: the contribution to the (linear, unmasked) CRC-32C of a payload of
+    one byte value followed by ``d - 1`` bytes. Readers use it to check many records that
+    differ from a template in a few bytes with one lookup per differing byte."""
     tables = _byte_tables
     if d < len(tables):
         return tables[d]
@@ -172,14 +174,14 @@ def _byte_table(d: int) -> Any:
     return tables[d]
 
 
-def _pair_table(d: int) -> Any:
+def pair_table(d: int) -> Any:
     """Contribution of two bytes (low byte at distance ``d``, high byte at ``d - 1``) by uint16,
     or None once the cache is full (each table takes 256 KiB: two byte lookups do instead)."""
     table = _pair_tables.get(d)
     if table is None and len(_pair_tables) < _MAX_PAIR_TABLES:
         import numpy as np
 
-        low, high = _byte_table(d), _byte_table(d - 1)
+        low, high = byte_table(d), byte_table(d - 1)
         u = np.arange(65536, dtype=np.uint32)
         with _tables_lock:
             table = _pair_tables.get(d)
@@ -236,14 +238,14 @@ def frame_fixed(template: bytes, fields: Sequence[tuple[int, Any]]) -> Any:
         if pairs:
             wide = np.ascontiguousarray(as_bytes[:, : 2 * pairs]).view("<u2")
             for j in range(pairs):
-                table = _pair_table(size - offset - 2 * j)
+                table = pair_table(size - offset - 2 * j)
                 if table is not None:
                     crc ^= table[wide[:, j]]
                 else:
-                    crc ^= _byte_table(size - offset - 2 * j)[as_bytes[:, 2 * j]]
-                    crc ^= _byte_table(size - offset - 2 * j - 1)[as_bytes[:, 2 * j + 1]]
+                    crc ^= byte_table(size - offset - 2 * j)[as_bytes[:, 2 * j]]
+                    crc ^= byte_table(size - offset - 2 * j - 1)[as_bytes[:, 2 * j + 1]]
         if width % 2:
-            crc ^= _byte_table(size - offset - width + 1)[as_bytes[:, width - 1]]
+            crc ^= byte_table(size - offset - width + 1)[as_bytes[:, width - 1]]
     masked = (((crc >> 15) | (crc << 17)) + np.uint32(_MASK_DELTA)) & np.uint32(_U32)
     out[:, 12 + size :] = masked.astype("<u4").view(np.uint8).reshape(-1, 4)
     return out

@@ -297,6 +297,7 @@ class RecordFile:
 
     @property
     def closed(self) -> bool:
+        """True once ``close()`` ran: nothing more is written."""
         return self._closed
 
     @property

@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tallyboard.plugin.readers import Batch, Batches, ChunkedFileReader, _size_of, warn_corrupt
+from tallyboard.plugin.readers import Batch, Batches, ChunkedFileReader, size_of, warn_corrupt
 from tallyboard.records.framing import crc32c, mask
 
 FORMAT = "tfevents"
@@ -398,7 +398,7 @@ class EventFileReader(ChunkedFileReader):
             self.whole_limit if self.read_limit is None else min(self.whole_limit, self.read_limit)
         )
         with self.fs.open(self.path, "rb") as f:
-            size = _size_of(f)
+            size = size_of(f)
             if size is None or size - self.offset > limit:
                 return None
             if size <= self.offset:
@@ -751,7 +751,7 @@ def _layout_crcs(
     in tables that depend only on the distance to the payload's end.
     """
     import numpy as np
-    from tallyboard.records.framing import _byte_table, _pair_table
+    from tallyboard.records.framing import byte_table, pair_table
 
     good = np.zeros(len(p), bool)
     if not len(p):
@@ -776,13 +776,13 @@ def _layout_crcs(
             for j in range(0, width, 2):
                 d = size - offset - j  # distance of the low byte from the payload's end
                 pair = (diff >> np.uint64(8 * j)) & np.uint64(0xFFFF if j + 1 < width else 0xFF)
-                table = _pair_table(d) if j + 1 < width else None
+                table = pair_table(d) if j + 1 < width else None
                 if table is not None:
                     crc ^= table[pair.astype(np.intp)]
                 else:
-                    crc ^= _byte_table(d)[(pair & np.uint64(0xFF)).astype(np.intp)]
+                    crc ^= byte_table(d)[(pair & np.uint64(0xFF)).astype(np.intp)]
                     if j + 1 < width:
-                        crc ^= _byte_table(d - 1)[(pair >> np.uint64(8)).astype(np.intp)]
+                        crc ^= byte_table(d - 1)[(pair >> np.uint64(8)).astype(np.intp)]
         c = crc.astype(np.uint64)
         good[g] = (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF == stored[g]
     return good
@@ -1080,7 +1080,7 @@ def _template_crcs(length: Any, t_crc: Any, wall_diff: Any, value_diff: Any, sto
     bytes that differ (CRC-32C without its initial value and final xor is linear). Arrays of
     one shape (files x records); ``length`` and ``t_crc`` broadcast along the files."""
     import numpy as np
-    from tallyboard.records.framing import _byte_table, _pair_table
+    from tallyboard.records.framing import byte_table, pair_table
 
     c = (t_crc - np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF)  # unmask the template's CRC
     crc = (((c >> np.uint64(17)) | (c << np.uint64(15))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
@@ -1095,12 +1095,12 @@ def _template_crcs(length: Any, t_crc: Any, wall_diff: Any, value_diff: Any, sto
                 if not pair.any():
                     continue  # these bytes are the template's in every record
                 d = size - offset - j  # distance of the low byte from the payload's end
-                table = _pair_table(d)
+                table = pair_table(d)
                 if table is not None:
                     part ^= table[pair.astype(np.intp)]
                 else:
-                    part ^= _byte_table(d)[(pair & np.uint64(0xFF)).astype(np.intp)]
-                    part ^= _byte_table(d - 1)[(pair >> np.uint64(8)).astype(np.intp)]
+                    part ^= byte_table(d)[(pair & np.uint64(0xFF)).astype(np.intp)]
+                    part ^= byte_table(d - 1)[(pair >> np.uint64(8)).astype(np.intp)]
         crc[:, cols] = part
     m = crc.astype(np.uint64)
     return (((m >> 15) | (m << 17)) + 0xA282EAD8) & 0xFFFFFFFF == stored
