@@ -10,13 +10,16 @@ from typing import Any
 import pytest
 
 # Modules whose tests share a costly module-scoped setup (runs written by Keras, Lightning,
-# Hugging Face and the demo for the browser; a Ray runtime; a fitted model; the built site or
-# distributions). With pytest-xdist (`-n auto`) the tests of each run on one worker, so that setup
+# Hugging Face and the demo for the browser; TensorBoard through tallyboard board; a Ray
+# runtime; a fitted model; the built site or distributions). With pytest-xdist (`-n auto`) the tests of each run on one worker, so that setup
 # is made once instead of once per worker; every other test is handed out on its own. (xdist's
 # own `--dist loadgroup` does this with marks, but its grouping silently does nothing on pytest
 # 9.2, pytest-dev/pytest-xdist#1386: hence a scheduler of our own, below.)
 ONE_WORKER_MODULES = {
     "test_accelerate",
+    "test_board_cli",
+    "test_board_dashboards",
+    "test_browser_board",
     "test_browser_dashboards",
     "test_docs_site",
     "test_keras_callback",
@@ -30,7 +33,13 @@ ONE_WORKER_MODULES = {
 }
 # Modules holding the longest tests (a minute or more of waiting on servers and deadlines on a
 # loaded 2-core machine): started first, so that no worker begins one when the rest is done.
-FIRST_MODULES = ("test_sync", "test_browser_dashboards", "test_docs_site", "test_faces_visible")
+FIRST_MODULES = (
+    "test_sync",
+    "test_browser_dashboards",
+    "test_browser_board",
+    "test_docs_site",
+    "test_faces_visible",
+)
 
 
 def _module(nodeid: str) -> str:
