@@ -10,7 +10,8 @@ that once; a subclass writes only how one batch is sent::
             super().__init__(options, where=self.url)  # starts the sender thread: call it last
 
         def send(self, items):
-            ...  # POST them; raise Refused(...) if the server refuses, any other error retries
+            ...  # POST them with timeout=self.call_timeout(); raise Refused(...) if the server
+            # refuses, any other error retries
 
 What it does:
 
@@ -30,6 +31,13 @@ What it does:
   (one :class:`~tallyboard.warn.SinkWarning` per outage, counting them). ``close()`` sends what is
   queued and calls :meth:`NetworkSink.finish` within the deadline (a short grace when the server
   is known down), then reports what was not delivered in one ``SinkWarning`` with its count.
+- Every network call is bounded: a subclass passes :meth:`NetworkSink.call_timeout` as the
+  timeout of each call it makes (and lets its client library retry nothing: this class retries).
+  That timeout never reaches past the deadline of a ``close()`` under way, and is the grace
+  while the server is known not to answer, so ``close()`` waits for the call on the wire to end
+  (within its deadline) and no value arrives after ``close()`` said it was not sent. A call that
+  outlives its timeout anyway (a client that ignores it) is counted in the close message as
+  values the server may have taken (:attr:`Outcome.unanswered`).
 - With :attr:`~tallyboard.plugin.sinks.SinkOptions.confirm` (``tallyboard sync``), ``flush()``
   raises ``OSError`` unless everything was delivered, and ``close()`` raises instead of warning:
   sync remembers as sent only what a ``flush()`` confirmed.
@@ -44,6 +52,7 @@ from __future__ import annotations
 
 import logging
 import math
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -75,7 +84,8 @@ class NetworkSettings:
         retry_secs: Pause after a failed send; it doubles after each failure in a row.
         retry_max_secs: Longest pause between two tries.
         grace_secs: What ``close()`` waits when the server is already known not to answer (one
-            more try), instead of the whole deadline.
+            more try), instead of the whole deadline; also the longest one call may take
+            (:meth:`NetworkSink.call_timeout`) while the server is known not to answer.
     """
 
     deadline: float | None = None
@@ -118,7 +128,8 @@ class Refused(Exception):
 class Outcome(NamedTuple):
     """What :meth:`NetworkSink.stop` found when the sink closed."""
 
-    #: values accepted and never delivered (refused ones are not counted: they were raised).
+    #: values accepted and not delivered (refused ones are not counted: they were raised),
+    #: ``unanswered`` included.
     unsent: int
     #: True when :meth:`NetworkSink.finish` ran to its end.
     finished: bool
@@ -126,6 +137,20 @@ class Outcome(NamedTuple):
     why: str
     #: a refusal not raised yet.
     error: BaseException | None
+    #: of ``unsent``, values sent without an answer: their last try failed in a way that may
+    #: have reached the server (:meth:`NetworkSink.may_have_arrived`: a timeout, a connection
+    #: cut), or was still running when ``close()`` stopped waiting. They may have arrived, or
+    #: arrive still.
+    unanswered: int = 0
+
+
+class _OutOfTime(TimeoutError):
+    """Raised by :meth:`NetworkSink.call_timeout`: no time is left for a call (``close()`` gave
+    up, or its deadline is reached). Says nothing about the server."""
+
+
+#: What ``close()`` waits past a call's timeout for the sender thread to see it expire.
+_SLACK_SECS = 1.0
 
 
 class _Place:
@@ -214,6 +239,10 @@ class NetworkSink:
         self._give_up = False
         self._wake = True  # start() at once
         self._trying: list[Any] = []  # the batch the sender thread is sending
+        self._sending = False  # the sender thread is inside send()
+        self._end_by: float | None = None  # when close() stops waiting (monotonic)
+        self._busy_until = 0.0  # when the last call bounded by call_timeout() ends at the latest
+        self._unanswered = 0  # values at the front of _items a failed try may have delivered
         self._thread = threading.Thread(
             target=self._loop, name=f"tallyboard-{self.name}-{options.run}", daemon=True
         )
@@ -252,6 +281,51 @@ class NetworkSink:
         only :class:`Refused`."""
         return isinstance(exc, Refused)
 
+    def may_have_arrived(self, exc: BaseException) -> bool:
+        """Whether a failed :meth:`send` may still have reached the server (a request sent and
+        never answered): True unless the exception, or one it was raised from, shows that no
+        request left (``ConnectionRefusedError``: nothing listens; ``socket.gaierror``: no
+        such host). ``close()`` counts such values apart: they may have arrived."""
+        seen: set[int] = set()
+        cause: BaseException | None = exc
+        while cause is not None and id(cause) not in seen:
+            if isinstance(cause, (ConnectionRefusedError, socket.gaierror, _OutOfTime)):
+                return False
+            seen.add(id(cause))
+            cause = cause.__cause__ or cause.__context__
+        return True
+
+    def call_timeout(self) -> float:
+        """The timeout, in seconds, of the network call about to be made; ask before each call.
+
+        Pass it to the client as the call's own timeout, and turn the client's retries off
+        (this class retries, with backoff): then no call outlives ``close()``. It is the
+        deadline; the grace (:attr:`NetworkSettings.grace_secs`) while the server is known not to
+        answer; and, once ``close()`` began, never more than the time it has left, so
+        ``close()`` can wait for the call on the wire to end instead of leaving it running.
+
+        Returns:
+            Seconds, more than 0.
+
+        Raises:
+            TimeoutError: No time is left: ``close()`` gave up (or is about to); make no call.
+                Let it propagate: the values stay counted as not sent.
+        """
+        now = time.monotonic()
+        with self._cond:
+            if self._give_up:
+                raise _OutOfTime(f"{self.name} sink: close() gave up on {self.where}")
+            limit = self.deadline
+            if self._place.down():
+                limit = min(limit, self.settings.grace_secs)
+            if self._end_by is not None:  # most of what close() has left, so the call has
+                # ended by the time close() stops waiting
+                limit = min(limit, 0.9 * (self._end_by - now))
+            if limit <= 0.001:
+                raise _OutOfTime(f"{self.name} sink: no time left for {self.where}")
+            self._busy_until = max(self._busy_until, now + limit)
+            return limit
+
     def refused(self, error: BaseException) -> None:
         """Called on the sender thread when a batch was refused (say, to end a run FAILED)."""
 
@@ -265,6 +339,12 @@ class NetworkSink:
     def closed(self) -> bool:
         """True once ``close()`` (or ``abandon()``) began."""
         return self._closing
+
+    @property
+    def gave_up(self) -> bool:
+        """True once ``close()`` stopped waiting for the sender thread (or ``abandon()`` ran):
+        what that thread still does is no longer waited for, and it makes no new call."""
+        return self._give_up
 
     @property
     def unsent(self) -> int:
@@ -357,24 +437,42 @@ class NetworkSink:
         """The first half of :meth:`close`: send, finish and stop the thread within the
         deadline; None when the sink was closed already. A subclass that records the outcome
         somewhere overrides ``close`` as ``stop()``, its own work, then :meth:`report`."""
-        end_by = time.monotonic() + self.deadline
+        started = time.monotonic()
+        hard_end = started + self.deadline  # close() never waits longer
         with self._cond:
             if self._closing:
                 return None
+            end_by = hard_end
+            if self._place.down():  # known down: one more short try, not the whole deadline
+                end_by = min(end_by, started + self.settings.grace_secs)
+            self._end_by = end_by  # calls made from now on end by then (call_timeout)
             self._closing = True
             self._wake = True
             self._cond.notify_all()
-        if self._place.down():  # known down: one more short try, not the whole deadline
-            end_by = min(end_by, time.monotonic() + self.settings.grace_secs)
         self._thread.join(max(0.0, end_by - time.monotonic()))
-        if self._thread.is_alive():
-            self._place.stalled = True
         with self._cond:
-            self._give_up = True
+            if self._thread.is_alive():
+                self._place.stalled = True
+            self._give_up = True  # no new call from now on
             self._cond.notify_all()
+            busy_until = self._busy_until
+        if self._thread.is_alive():
+            # A call is on the wire: it ends within its timeout, which a call made before
+            # close() got as at most the deadline (or the grace) from then. Wait for it, so
+            # nothing said unsent below arrives later; never past the deadline.
+            until = min(busy_until + _SLACK_SECS, hard_end)
+            self._thread.join(max(0.0, until - time.monotonic()))
+        with self._cond:
+            unanswered = self._unanswered
+            if self._thread.is_alive() and self._sending:  # a call outlived its timeout
+                unanswered = max(unanswered, len(self._trying))
             error, self._error = self._error, None
             return Outcome(
-                self._queued - self._delivered - self._refused, self._finished, self._why(), error
+                self._queued - self._delivered - self._refused,
+                self._finished,
+                self._why(),
+                error,
+                unanswered,
             )
 
     def report(self, outcome: Outcome) -> None:
@@ -391,6 +489,11 @@ class NetworkSink:
                 f"{self.name} sink: {outcome.unsent} values could not be sent to {self.where} "
                 f"within {self.deadline:g} s ({outcome.why})"
             )
+            if outcome.unanswered:
+                message += (
+                    f"; {outcome.unanswered} of them were sent and never answered: "
+                    "the server may have taken them"
+                )
         else:
             message = (
                 f"{self.name} sink: could not finish at {self.where} within "
@@ -459,6 +562,8 @@ class NetworkSink:
                 self._wake = bool(self._items)
                 last = self._closing and not self._items
             ready = self._resolve(batch)
+            if self._give_up:  # close() stopped waiting while encodes ran: send nothing more
+                return
             if ready or not self._started:
                 if not self._try(self._send, ready):
                     continue
@@ -498,6 +603,9 @@ class NetworkSink:
                 called = True
             self._started = True
         if self._trying:
+            if self._give_up:
+                raise _OutOfTime(f"{self.name} sink: close() gave up on {self.where}")
+            self._sending = True  # until _try has judged the outcome
             self.send(self._trying)
             called = True
         return called
@@ -513,12 +621,23 @@ class NetworkSink:
         self._trying = items
         try:
             called = fn()
+        except _OutOfTime:  # no call was made: nothing learnt of the server
+            with self._cond:
+                self._items[:0] = items
+                self._failing = True
+                self._cond.notify_all()
+            return False
         except Exception as exc:
             if self.is_refusal(exc):
+                with self._cond:
+                    self._unanswered = max(0, self._unanswered - len(items))
                 self._refuse(len(items), exc)
                 self._answered()  # it answered, if only to refuse
                 return True
+            sent = self._sending and self.may_have_arrived(exc)
             with self._cond:
+                if sent:  # the server may apply this try yet: counted apart at close
+                    self._unanswered = max(self._unanswered, len(items))
                 self._items[:0] = items
                 if self._place.offline is None:
                     log.warning(
@@ -534,8 +653,10 @@ class NetworkSink:
             return False
         finally:
             self._trying = []
+            self._sending = False
         with self._cond:
             self._delivered += len(items)
+            self._unanswered = max(0, self._unanswered - len(items))
         if called:
             self._answered()
         return True

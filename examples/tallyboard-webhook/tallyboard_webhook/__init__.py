@@ -74,7 +74,7 @@ class WebhookSink(NetworkSink):
         request = urllib.request.Request(self.url, body, {"Content-Type": "application/json"})
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
-        urllib.request.urlopen(request, timeout=self.deadline).close()
+        urllib.request.urlopen(request, timeout=self.call_timeout()).close()
 
     def is_refusal(self, exc: BaseException) -> bool:  # a 4xx: not sent again; else retried
         code = getattr(exc, "code", None) or 500

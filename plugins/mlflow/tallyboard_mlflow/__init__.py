@@ -17,8 +17,10 @@ values are queued and a background thread sends them in ``log_batch`` calls ever
 ``flush_secs`` (10 s at most) or as soon as 1000 are waiting. ``flush()`` and ``close()`` wait
 for MLflow at most the ``deadline`` setting
 (``sinks=[("mlflow+http://host:5000", {"deadline": 60})]``, ``tallyboard sync ... -s
-deadline=60``), else ``TALLYBOARD_MLFLOW_DEADLINE`` seconds, else 30, whatever the network or
-MLflow's HTTP retries do; the other :class:`~tallyboard.plugin.network.NetworkSettings` apply
+deadline=60``), else ``TALLYBOARD_MLFLOW_DEADLINE`` seconds, else 30, whatever the network
+does: each request to a tracking server is sent once under a timeout within that deadline, never
+retried by MLflow's HTTP layer (:mod:`tallyboard_mlflow.calls`), so none is still being
+retried after ``close()``; the other :class:`~tallyboard.plugin.network.NetworkSettings` apply
 too. While MLflow does not answer, values stay queued and are sent when it answers; a
 ``flush()`` that returns with values unsent says so in a ``SinkWarning`` (once per outage), and
 what is still unsent at ``close()`` is said in one ``SinkWarning`` with its count (the local

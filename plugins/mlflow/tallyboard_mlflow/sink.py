@@ -4,10 +4,12 @@ The sink is a :class:`tallyboard.plugin.network.NetworkSink`: the caller only qu
 call to MLflow (finding the experiment, creating the run, sending values, ending the run) runs
 on the sink's sender thread. ``flush()`` and ``close()`` wait for that thread at most the
 deadline (the ``deadline`` setting, ``sinks=[("mlflow+http://host:5000", {"deadline": 60})]``;
-else ``TALLYBOARD_MLFLOW_DEADLINE``, else 30 s), whatever MLflow's own HTTP retries do. Values
-MLflow could not take for a network reason stay queued and are sent again when it answers;
-whatever is still unsent at ``close()`` is said in one warning with its count (the writer's
-local files keep every value: ``tallyboard sync`` sends them later).
+else ``TALLYBOARD_MLFLOW_DEADLINE``, else 30 s): each request to a tracking server is sent once
+with a timeout within it (:mod:`tallyboard_mlflow.calls`), MLflow's own HTTP retries unused, so
+no call outlives ``close()``. Values MLflow could not take for a network reason stay queued and
+are sent again when it answers; whatever is still unsent at ``close()`` is said in one warning
+with its count, those sent and not confirmed apart (the writer's local files keep every value:
+``tallyboard sync`` sends them later).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tallyboard.plugin.network import NetworkSettings, NetworkSink, Outcome, Ref
 from tallyboard.values import env_seconds
 
 from . import record
+from .calls import client_for
 
 SINK = "mlflow"
 STORE_DIR = "mlflow"
@@ -187,8 +190,6 @@ class MlflowSink(NetworkSink):
     run_id: str | None
 
     def __init__(self, options: SinkOptions) -> None:
-        from mlflow.tracking import MlflowClient
-
         settings = options.settings
         if not (isinstance(settings, NetworkSettings) and settings.deadline is not None):
             deadline()  # a bad TALLYBOARD_MLFLOW_DEADLINE fails here, before anything is held
@@ -211,7 +212,6 @@ class MlflowSink(NetworkSink):
             if parent is not None:
                 self.parent, run_name = parent
                 self.tracking_uri = self.parent.tracking_uri
-                self.client = self.parent.client
                 experiment = ""
             else:
                 if "://" in chosen:  # "mlflow+<tracking URI>": the URI itself, not a sub-path
@@ -220,7 +220,6 @@ class MlflowSink(NetworkSink):
                     artifacts = _sqlite_artifacts(self.tracking_uri)
                 else:
                     self.tracking_uri, artifacts = _local_store(options.log_dir)
-                self.client = MlflowClient(self.tracking_uri)
                 experiment, run_name = _names(writer_dir)
                 experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or experiment
             _open[self.key] = self
@@ -231,6 +230,8 @@ class MlflowSink(NetworkSink):
                 del _open[self.key]
             raise
         _install_excepthook()
+        # every call to a tracking server is sent once, under this sink's call_timeout()
+        self.client = client_for(self.tracking_uri, self.call_timeout)
         self.run_name = run_name
         self._experiment_name = experiment
         self._artifacts = artifacts
@@ -318,30 +319,32 @@ class MlflowSink(NetworkSink):
             if _open.get(self.key) is self:
                 del _open[self.key]
 
-    def _ensure_run(self) -> str:
-        """The run's id: found or created on first use (idempotent, network calls)."""
+    def _ensure_run(self, client: Any = None) -> str:
+        """The run's id: found or created on first use (idempotent, network calls), through
+        ``client`` (a sub-run's sink passes its own: its calls are under its deadline)."""
+        client = self.client if client is None else client
         with self._run_lock:
             if self.run_id is not None:
                 return self.run_id
             parent_run = None
             if self.parent is not None:
-                parent_run = self.parent._ensure_run()
+                parent_run = self.parent._ensure_run(client)
                 self.experiment_id = self.parent.experiment_id
             cache = (self.tracking_uri, self.key)
-            run_id = _runs.get(cache) or self._recorded_run()
+            run_id = _runs.get(cache) or self._recorded_run(client)
             if run_id is not None:
                 if not self.confirm:
-                    self.client.update_run(run_id, status="RUNNING")
+                    client.update_run(run_id, status="RUNNING")
             else:
                 if self.experiment_id is None:
-                    self.experiment_id = self._experiment()
+                    self.experiment_id = self._experiment(client)
                 tags = dict(self._tags)
                 if parent_run is not None:
                     tags["mlflow.parentRunId"] = parent_run
-                run = self.client.create_run(self.experiment_id, tags=tags, run_name=self.run_name)
+                run = client.create_run(self.experiment_id, tags=tags, run_name=self.run_name)
                 run_id = str(run.info.run_id)
             if self.confirm:
-                run = self.client.get_run(run_id)
+                run = client.get_run(run_id)
                 self._params = {str(k): str(v) for k, v in run.data.params.items()}
             _runs[cache] = run_id
             self.run_id = run_id
@@ -349,17 +352,19 @@ class MlflowSink(NetworkSink):
             if self.experiment_id is not None:
                 fields["experiment_id"] = self.experiment_id
             if not self.confirm:
-                fields.update(status="RUNNING", live=True)
+                fields["live"] = True
+                if not self.gave_up:  # else close() recorded how the run ended already
+                    fields["status"] = "RUNNING"
             record.update(self.writer_dir, self.tracking_uri, **fields)
             return run_id
 
-    def _recorded_run(self) -> str | None:
+    def _recorded_run(self, client: Any) -> str | None:
         """The run named in the log dir's record, if MLflow still holds it (not deleted)."""
         run_id = self._record.get("run_id")
         if not isinstance(run_id, str):
             return None
         try:
-            run = self.client.get_run(run_id)
+            run = client.get_run(run_id)
         except Exception as exc:
             if is_refusal(exc):  # gone (a new store, or deleted for good): start a new run
                 return None
@@ -369,15 +374,15 @@ class MlflowSink(NetworkSink):
         self.experiment_id = str(run.info.experiment_id)
         return run_id
 
-    def _experiment(self) -> str:
+    def _experiment(self, client: Any) -> str:
         name = self._experiment_name
-        found = self.client.get_experiment_by_name(name)
+        found = client.get_experiment_by_name(name)
         if found is not None:
             return str(found.experiment_id)
         try:
-            return str(self.client.create_experiment(name, artifact_location=self._artifacts))
+            return str(client.create_experiment(name, artifact_location=self._artifacts))
         except Exception:  # another process created it meanwhile
-            found = self.client.get_experiment_by_name(name)
+            found = client.get_experiment_by_name(name)
             if found is None:
                 raise
             return str(found.experiment_id)
