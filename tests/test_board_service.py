@@ -222,6 +222,13 @@ def test_bad_arguments_of_serve_are_refused_in_the_call(tmp_path: Path) -> None:
         serve(str(tmp_path), deadline=0)
     with pytest.raises(ValueError, match="samples"):
         serve(str(tmp_path), samples={"scalars": -1})
+    # the command line's words: both check through tallyboard.board.options
+    with pytest.raises(TypeError, match="reload: expected a number of seconds >= 0"):
+        serve(str(tmp_path), reload="5")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="deadline: expected a number of seconds > 0"):
+        serve(str(tmp_path), deadline=float("inf"))
+    with pytest.raises(TypeError, match="port: expected a port in 0..65535"):
+        serve(str(tmp_path), port="80")  # type: ignore[arg-type]
 
 
 def test_a_host_other_than_loopback_is_warned_about(tmp_path: Path) -> None:
