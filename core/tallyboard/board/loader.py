@@ -266,6 +266,8 @@ class Loader:
             except Exception as exc:  # what it failed with, reported; this pass reads on
                 self._failed(exc)
         if run is None or run.done.is_set():
+            if self._stop.is_set():
+                raise _Stopped
             run = self._pass = _Pass(self)
         stall = stall_after(self.deadline)
         while not run.done.wait(0.05):
