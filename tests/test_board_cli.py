@@ -161,6 +161,25 @@ def test_bad_arguments_say_what_was_expected(logdir: Path, tmp_path: Path) -> No
         assert out.returncode == 2 and words in out.stderr, (args, out.stderr)
 
 
+def test_the_cli_imports_neither_grpc_nor_tensorboard_before_tensorboard_starts() -> None:
+    code = (
+        "import sys, tallyboard.cli.board as b, argparse\n"
+        "p = argparse.ArgumentParser(); b.add_parsers(p.add_subparsers(dest='command'))\n"
+        "p.parse_args(['board', '.', '--reload', '1', '--deadline', '2', '--port', '0'])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('grpc', 'tensorboard')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+def test_serve_says_when_the_logdir_is_not_a_directory(tmp_path: Path) -> None:
+    out = _cli("serve", str(tmp_path / "missing"))
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"tallyboard serve: logdir {str(tmp_path / 'missing')!r} is not a directory"
+    ]
+
+
 def test_without_tensorboard_the_extra_is_named(logdir: Path, tmp_path: Path) -> None:
     fake = tmp_path / "fake" / "tensorboard"
     fake.mkdir(parents=True)

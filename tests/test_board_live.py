@@ -297,7 +297,7 @@ def test_a_store_that_stalls_later_never_holds_a_request(stall_store: Any, provi
     server, stub = provider("stalltest:///logs", deadline=0.5)
     assert server.wait_loaded(30) and runs(stub) == ["run"]
     stall_store.gate.clear()
-    assert server.wait_loaded(30)  # the pass gave up on the listing at its deadline
+    assert not server.wait_loaded(30)  # the pass gave up on the listing at its deadline
     start = time.monotonic()
     assert scalars(stub, timeout=5) == {("run", "loss"): [0]}  # the last data, at once
     assert time.monotonic() - start < 1
@@ -313,3 +313,117 @@ def test_a_store_that_refuses_answers_with_its_status_and_message(
         runs(stub)
     assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
     assert "stalltest:///logs" in err.value.details() and "Access Denied" in err.value.details()
+
+
+def _hold_ingest(
+    monkeypatch: pytest.MonkeyPatch, release: threading.Event
+) -> tuple[list[str], threading.Event]:
+    """Ingest.add waits for ``release`` before each window (a disk or a decode that hangs);
+    returns the runs it was given, in order, and an event set once it was first called."""
+    from tallyboard.board.ingest import Ingest
+
+    given: list[str] = []
+    entered = threading.Event()
+    add = Ingest.add
+
+    def held(self: Any, run: str, batch: Any) -> int:
+        given.append(run)
+        entered.set()
+        assert release.wait(30)
+        return add(self, run, batch)
+
+    monkeypatch.setattr(Ingest, "add", held)
+    return given, entered
+
+
+def test_a_stalled_pass_is_reported_with_its_values_and_problems_when_it_ends(
+    tmp_path: Path, provider: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "scalars.csv").write_text(
+        "wall_time,step,tag,value\n1.0,0,loss,0.5\n2.0,1,loss,oops\n3.0,2,loss,0.25\n"
+    )
+    release = threading.Event()
+    _hold_ingest(monkeypatch, release)
+    server, stub = provider(str(tmp_path), deadline=0.2)
+    assert not server.wait_loaded(30)  # stalled: no progress for stall_after(0.2) s
+    assert any("no listing or read finished" in p for p in server.loader.problems)
+    release.set()
+    assert server.loader._pass.done.wait(30)  # it ends before the next pass starts
+    assert server.wait_loaded(30)
+    assert server.loader.last_points == 2  # its values, counted by the pass that reported it
+    assert any("oops" in p and "offset" in p for p in server.loader.problems)
+    assert scalars(stub) == {("a", "loss"): [0, 2]}
+
+
+def test_stop_ends_a_running_pass_at_its_next_window_and_nothing_read_is_lost(
+    tmp_path: Path, provider: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for run in ["a", "b", "c", "d"]:
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "scalars.csv").write_text("wall_time,step,tag,value\n1.0,0,loss,0.5\n")
+    release = threading.Event()
+    given, entered = _hold_ingest(monkeypatch, release)
+    server, _ = provider(str(tmp_path))
+    assert entered.wait(30)  # the first pass is in its first window
+    stopper = threading.Thread(target=server.stop)
+    stopper.start()
+    assert server.loader._stop.wait(30)
+    release.set()  # the window under way ends; the pass looks at stop before the next
+    stopper.join(30)
+    assert not stopper.is_alive() and not server._thread.is_alive()
+    assert server.loader._pass.done.is_set()
+    assert len(given) == 1  # no window after stop() went into the store
+    # the windows the pass did not take were not committed: the reader reads them next
+    update = server.loader._reader.poll()
+    assert sorted(update.batches) == sorted({"a", "b", "c", "d"} - set(given))
+
+
+def test_a_first_listing_that_hangs_on_a_local_disk_answers_with_the_stall(
+    tmp_path: Path, provider: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "scalars.csv").write_text("wall_time,step,tag,value\n1.0,0,loss,0.5\n")
+    gate = threading.Event()
+    iter_poll = loader_module.Reader.iter_poll
+
+    def hanging(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        assert gate.wait(30)  # the listing of a disk that hangs
+        yield from iter_poll(self, *args, **kwargs)
+
+    monkeypatch.setattr(loader_module.Reader, "iter_poll", hanging)
+    # stall_after(0.8) = 1.6 s: past deadline + 0.5, what requests once waited (then got nothing)
+    server, stub = provider(str(tmp_path), deadline=0.8)
+    try:
+        with pytest.raises(grpc.RpcError) as err:
+            runs(stub)  # waits until the loader calls the pass stalled, not less
+        assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert "no listing or read finished" in err.value.details()
+    finally:
+        gate.set()
+    assert server.wait_loaded(30) and runs(stub) == ["a"]
+
+
+def test_with_reload_0_a_failure_promises_no_retry(stall_store: Any, provider: Any) -> None:
+    stall_store.refuse = True
+    server, _ = provider("stalltest:///logs", reload=0)
+    assert not server.wait_loaded(30)
+    (message,) = server.loader.problems
+    assert "Access Denied" in message and "not tried again: reload is 0" in message
+    assert "tried again next" not in message
+
+
+def test_a_log_dir_that_is_not_a_directory_is_refused_in_the_call(
+    tmp_path: Path, stall_store: Any
+) -> None:
+    for logdir in [str(tmp_path / "missing"), "stalltest:///missing"]:
+        with pytest.raises((NotADirectoryError, ValueError), match="is not a directory"):
+            serve(logdir)
+
+
+def test_the_status_of_a_log_dir_that_is_not_a_directory_is_not_found() -> None:
+    message = "logdir 'x' is not a directory"
+    assert loader_module._status(NotADirectoryError(message)) == "NOT_FOUND"
+    assert loader_module._status(ValueError(message)) == "NOT_FOUND"  # readers before it
+    assert loader_module._status(PermissionError("Access Denied")) == "PERMISSION_DENIED"
+    assert loader_module._status(ValueError("other")) == "UNAVAILABLE"

@@ -222,6 +222,13 @@ def test_bad_arguments_of_serve_are_refused_in_the_call(tmp_path: Path) -> None:
         serve(str(tmp_path), deadline=0)
     with pytest.raises(ValueError, match="samples"):
         serve(str(tmp_path), samples={"scalars": -1})
+    # the command line's words: both check through tallyboard.board.options
+    with pytest.raises(TypeError, match="reload: expected a number of seconds >= 0"):
+        serve(str(tmp_path), reload="5")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="deadline: expected a number of seconds > 0"):
+        serve(str(tmp_path), deadline=float("inf"))
+    with pytest.raises(TypeError, match="port: expected a port in 0..65535"):
+        serve(str(tmp_path), port="80")  # type: ignore[arg-type]
 
 
 def test_a_host_other_than_loopback_is_warned_about(tmp_path: Path) -> None:
@@ -234,3 +241,42 @@ def test_a_host_other_than_loopback_is_warned_about(tmp_path: Path) -> None:
         warnings.simplefilter("error")
         with serve(str(tmp_path), reload=0, host="127.0.0.1"):
             pass
+
+
+def test_values_go_through_the_sink_that_says_it_writes_tensorboard_summaries(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    from tallyboard import Reader, SinkSpec, get_registry
+    from tallyboard.board.ingest import Ingest, summary_sink
+    from tallyboard.board.store import Store
+
+    with SummaryWriter(tmp_path / "a") as w:
+        w.add_scalar("loss", 0.5, 0)
+        w.add_text("note", "hello", 0)
+    reg = get_registry()
+    assert summary_sink(reg) == "tfevents"  # the plugin says so; the provider names no sink
+
+    def ingest(sinks: dict[str, Any], encoders: dict[Any, Any]) -> tuple[Store, list[str]]:
+        noted: list[str] = []
+        store = Store()
+        registry = dataclasses.replace(reg, sinks=sinks, encoders=encoders)
+        batch = Reader(str(tmp_path)).poll().batches["a"]
+        Ingest(store, lambda key, message: noted.append(message), registry).add("a", batch)
+        return store, noted
+
+    # another sink speaking TensorBoard's summaries, under another name: found by its role
+    plain = {n: dataclasses.replace(s, tensorboard_summaries=False) for n, s in reg.sinks.items()}
+    mirror = SinkSpec(name="mirror", open=reg.sinks["tfevents"].open, tensorboard_summaries=True)
+    renamed = {(k, "mirror"): f for (k, sink), f in reg.encoders.items() if sink == "tfevents"}
+    expected, _ = ingest(dict(reg.sinks), dict(reg.encoders))
+    store, noted = ingest({**plain, "mirror": mirror}, renamed)
+    assert sorted(store.runs["a"].series) == ["loss", "note/text_summary"] and noted == []
+    assert store.points() == expected.points() == 2
+    # none says so: nothing can be shown, and that is said
+    store, noted = ingest(plain, dict(reg.encoders))
+    assert store.points() == 0
+    assert any("no installed sink writes TensorBoard's summaries" in m for m in noted), noted
+    with pytest.raises(TypeError, match="tensorboard_summaries must be a bool"):
+        SinkSpec(name="x", open=mirror.open, tensorboard_summaries="yes")  # type: ignore[arg-type]

@@ -1,10 +1,10 @@
 """What a reader plugin read, as TensorBoard's time series: the provider's bridge to its plugins.
 
 The provider names no format. A reader plugin gives a :class:`~tallyboard.plugin.readers.Batch`
-(scalars as columns, every other kind as rows); each value then takes the road
-``tallyboard convert --to tfevents`` takes: the kind rebuilds it from its row
-(``Kind.from_row``) and the kind's encoder for TensorBoard's own summaries
-(``(kind, "tfevents")``) writes it. TensorBoard's own migration (``data_compat`` and
+(scalars as columns, every other kind as rows); each value then takes the road a conversion to
+TensorBoard's event files takes: the kind rebuilds it from its row (``Kind.from_row``) and the
+kind's encoder for the sink that writes TensorBoard's own summaries (the installed sink whose
+``SinkSpec.tensorboard_summaries`` is set: :func:`summary_sink`) writes it. TensorBoard's own migration (``data_compat`` and
 ``dataclass_compat``, what its loaders apply to every event) then gives each value its plugin
 name, metadata and data class. So the frontend sees exactly what it would for the same values
 converted to event files, for every format and every kind that can be written as event files,
@@ -35,9 +35,6 @@ from tallyboard.plugin.registry import Registry, get_registry
 
 log = logging.getLogger("tallyboard.board")
 
-#: The sink whose encoders write TensorBoard's summary protos: the language of the frontend's
-#: plugins, hence of the data-provider protocol.
-WIRE = "tfevents"
 #: The essential kind of every Batch's scalar columns.
 SCALAR_KIND = "scalar"
 
@@ -58,6 +55,13 @@ class _Protos:
         self.migrate_value = data_compat.migrate_value
         self.migrate_event = dataclass_compat.migrate_event
         self.make_ndarray = tensor_util.make_ndarray
+
+
+def summary_sink(reg: Registry) -> str | None:
+    """The name of the installed sink whose encoders write TensorBoard's summary protos (the
+    language of the frontend's plugins, hence of the data-provider protocol); None if none
+    says so (``SinkSpec.tensorboard_summaries``). Several: the first by name."""
+    return next((n for n in sorted(reg.sinks) if reg.sinks[n].tensorboard_summaries), None)
 
 
 @functools.lru_cache(maxsize=1)
@@ -82,6 +86,8 @@ class Ingest:
         self.store = store
         self.note = note
         self.reg = registry or get_registry()
+        #: the sink whose encoders give TensorBoard's summaries (None: no value can be shown)
+        self.wire = summary_sink(self.reg)
         self.p = protos()
         #: per run: the metadata of each tag's first value (``dataclass_compat``'s state)
         self._initial: dict[str, dict[str, Any]] = {}
@@ -201,16 +207,19 @@ class Ingest:
         got = self._encoders.get(kind)
         if got is None:
             k = self.reg.kinds.get(kind)
-            encode = self.reg.encoders.get((kind, WIRE))
-            if encode is None and ("*", WIRE) in self.reg.encoders:
-                encode = functools.partial(self.reg.encoders[("*", WIRE)], kind)
+            wire = self.wire or ""
+            encode = self.reg.encoders.get((kind, wire)) if wire else None
+            if encode is None and ("*", wire) in self.reg.encoders:
+                encode = functools.partial(self.reg.encoders[("*", wire)], kind)
             why = ""
-            if k is None:
+            if not wire:
+                why = "no installed sink writes TensorBoard's summaries"
+            elif k is None:
                 why = f"no installed kind {kind!r}"
             elif k.log is not None:
                 why = f"kind {kind!r} is logged as files beside the run"
             elif encode is None:
-                why = f"kind {kind!r} has no encoder for TensorBoard's summaries ({WIRE})"
+                why = f"kind {kind!r} has no encoder for TensorBoard's summaries ({wire})"
             elif k.from_row is None and kind != SCALAR_KIND:
                 why = f"kind {kind!r} cannot be rebuilt from what was read (no from_row)"
             got = self._encoders[kind] = (None if why else encode, why)

@@ -1,22 +1,24 @@
 """The provider's loader: reads what is new under the log dir, pass after pass, into the store.
 
-Each pass is one :meth:`tallyboard.Reader.iter_poll` (the incremental reader ``tallyboard.read``
-and ``ls`` use too): it lists the log dir, says which runs appeared and which are gone, and
-reads only the files that grew, from the byte offset the last read stopped at (on a store,
+Each pass is one :meth:`tallyboard.Reader.iter_poll` (the incremental reader, over the same
+reader plugins as ``tallyboard.read`` and ``ls``): it lists the log dir, says which runs
+appeared and which are gone, and reads only the files that grew, from the byte offset the last read stopped at (on a store,
 only the bytes that changed are fetched), a window of :data:`WINDOW` bytes at a time. Each
 window goes into the store as it comes, so memory holds one window's values besides the points
 kept, and a long first load shows its runs as they arrive. Every call to a remote store runs
-under the deadline (the reader's), and a pass that shows no progress for twice the deadline
-(a local file system that hangs) is reported stalled too.
+under the deadline (the reader's), and a pass that shows no progress for :func:`stall_after`
+the deadline (twice it; a local file system that hangs) is reported stalled too. A stalled pass
+goes on in the background; when it ends, the next pass first reports what it found (its
+problems, its values) and then reads on. :meth:`Loader.stop` ends a pass between two windows.
 
-Requests arriving before the first pass is in wait for it (a deadline at most, then they get
-what is there), so a page opened at once shows the runs. Until a listing first succeeds the service
+Requests arriving before the first pass is in wait for it (until it would be reported stalled,
+then they get what is there), so a page opened at once shows the runs. Until a listing first succeeds the service
 answers every request with the failure's status; afterwards it serves what it has while the
 store is away. A new pass never starts while a stalled one still waits on the store.
 
 Problems are logged once each (logger ``tallyboard.board``): a damaged record (the reader's
 warning, with file and offset; what is readable is shown), a value that cannot be shown, a
-failed or stalled listing or fetch (tried again next pass).
+failed or stalled listing or fetch (tried again next pass, unless passes run only once).
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ import logging
 import threading
 import time
 import warnings
-from typing import Any
+from collections.abc import Generator
+from typing import Any, cast
 
 from tallyboard.board.ingest import Ingest
 from tallyboard.board.store import Store
+from tallyboard.plugin.readers import Batch
 from tallyboard.reading.incremental import Reader
 from tallyboard.warn import ReadWarning
 
@@ -36,15 +40,29 @@ log = logging.getLogger("tallyboard.board")
 
 #: Bytes of a file decoded at once (its values then go into the store, downsampled).
 WINDOW = 32 << 20
+#: A pass that shows no progress for this many deadlines is reported stalled.
+STALL_DEADLINES = 2
+
+
+def stall_after(deadline: float) -> float:
+    """Seconds without progress after which a pass counts as stalled: the loader reports it
+    then, and the service waits that long (and a little) for the first listing."""
+    return STALL_DEADLINES * deadline
+
+
+def is_not_a_directory(exc: BaseException) -> bool:
+    """Whether ``exc`` says the log dir is not a directory (the reader raises
+    ``NotADirectoryError``; older readers a ``ValueError`` saying so)."""
+    return isinstance(exc, (FileNotFoundError, NotADirectoryError)) or (
+        isinstance(exc, ValueError) and "is not a directory" in str(exc)
+    )
 
 
 def _status(exc: BaseException) -> str:
     """The gRPC status code name for a failure to list the log dir."""
     if isinstance(exc, PermissionError):
         return "PERMISSION_DENIED"
-    if isinstance(exc, (FileNotFoundError, NotADirectoryError)) or (
-        isinstance(exc, ValueError) and "is not a directory" in str(exc)
-    ):
+    if is_not_a_directory(exc):
         return "NOT_FOUND"
     if isinstance(exc, TimeoutError):
         return "DEADLINE_EXCEEDED"
@@ -52,7 +70,11 @@ def _status(exc: BaseException) -> str:
 
 
 class _Stalled(TimeoutError):
-    """A pass gave no sign of progress within twice the deadline."""
+    """A pass gave no sign of progress within :func:`stall_after` the deadline."""
+
+
+class _Stopped(Exception):
+    """The loader was stopped while a pass ran."""
 
 
 class _Pass:
@@ -61,9 +83,12 @@ class _Pass:
 
     def __init__(self, loader: Loader) -> None:
         self.loader = loader
+        self.stop = loader._stop
         self.points = 0
         self.error: BaseException | None = None
         self.done = threading.Event()
+        #: its results (problems, values) reported by a :meth:`Loader.load`
+        self.handled = False
         self.progress_at = time.monotonic()
         self.warnings: list[Any] = []
         self.failed: list[str] = []
@@ -81,18 +106,26 @@ class _Pass:
                     loader._reader = Reader(loader.logdir, workers=1, deadline=loader.deadline)
                     self._tick()
                 reader = loader._reader
-                news = reader.iter_poll(max_bytes=WINDOW, progress=self._tick)
-                first = next(news, None)  # the listing is done: runs added and removed known
-                self._tick()
-                loader._listed_once()
-                update = reader.last_update
-                loader._drop(set(update.removed))
-                if first is not None:
-                    self.points += loader.ingest.add(*first)
-                    del first
-                    for run, batch in news:
-                        self.points += loader.ingest.add(run, batch)
+                # a generator (closed below, so the reader commits no window not taken)
+                news = cast(
+                    "Generator[tuple[str, Batch], None, None]",
+                    reader.iter_poll(max_bytes=WINDOW, progress=self._tick),
+                )
+                try:
+                    got = next(news, None)  # the listing is done: runs added and removed known
+                    self._tick()
+                    loader._listed_once()
+                    update = reader.last_update
+                    if not self.stop.is_set():
+                        loader._drop(set(update.removed))
+                    # stop is looked at between windows: what was not taken is read next time
+                    while got is not None and not self.stop.is_set():
+                        self.points += loader.ingest.add(*got)
                         self._tick()
+                        got = None if self.stop.is_set() else next(news, None)
+                    del got
+                finally:
+                    news.close()
                 self.failed = list(update.failed)
             self.warnings = caught
         except BaseException as exc:
@@ -104,12 +137,16 @@ class _Pass:
 class Loader:
     """Passes over the log dir into ``store``; also the service's gate (first listing)."""
 
-    def __init__(self, logdir: str, store: Store, deadline: float) -> None:
+    def __init__(
+        self, logdir: str, store: Store, deadline: float, reader: Reader | None = None
+    ) -> None:
         self.logdir = logdir
         self.store = store
         self.deadline = deadline
         self.ingest = Ingest(store, self.note)
-        self._reader: Reader | None = None
+        #: the log dir's reader; None until a pass makes it (when making it failed in
+        #: :func:`~tallyboard.board.serve`: a store away)
+        self._reader = reader
         self._pass: _Pass | None = None
         self._listed = threading.Event()
         self._listed_ok = False
@@ -125,8 +162,12 @@ class Loader:
         self.once = False
         #: values the last pass read (what was new)
         self.last_points = 0
+        #: whether the last pass listed and read without failing or stalling
+        self.last_ok = False
         self._pass_done = threading.Condition()
         self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._late_points = 0  # values of a stalled pass reported by the next
 
     # -- the gate ------------------------------------------------------------------------------
 
@@ -158,20 +199,32 @@ class Loader:
     def wait_fresh(self, timeout: float) -> bool:
         """Start a pass now (or right after the one under way) and wait until it is done:
         everything written before this call is then served (when passes run only once, wait
-        for that one). False on timeout."""
+        for that one). False on timeout, or when that pass failed or stalled (the reason is in
+        :attr:`problems` and the log)."""
         with self._pass_done:
             started = 0 if self.once else self.started
             self._wake.set()
-        return self.wait_pass(started, timeout)
+        with self._pass_done:
+            done = self._pass_done.wait_for(lambda: self.passes > started, timeout)
+            return done and self.last_ok
 
     def wake(self) -> None:
         """Start the next pass now instead of after the reload interval."""
         self._wake.set()
 
-    def run(self, stop: threading.Event, interval: float) -> None:
-        """Passes until ``stop`` is set, ``interval`` seconds apart (one pass when 0)."""
+    def stop(self, timeout: float) -> bool:
+        """Stop passing: the pass under way stops at its next window (nothing more goes into
+        the store) and :meth:`run` returns. Waits up to ``timeout`` seconds for the pass to
+        end; False when it did not (stuck in a call to the store)."""
+        self._stop.set()
+        self._wake.set()
+        run = self._pass
+        return run is None or run.done.wait(timeout)
+
+    def run(self, interval: float) -> None:
+        """Passes until :meth:`stop`, ``interval`` seconds apart (one pass when 0)."""
         self.once = interval <= 0
-        while not stop.is_set():
+        while not self._stop.is_set():
             self._wake.clear()
             self.load()
             if interval <= 0:
@@ -183,13 +236,19 @@ class Loader:
         start = time.monotonic()
         with self._pass_done:
             self.started += 1
-        points = 0
+        points, ok = 0, False
         try:
             points = self._wait_pass()
+            ok = not self._stop.is_set()
+        except _Stopped:
+            pass
         except Exception as exc:
             self._failed(exc)
         with self._pass_done:
+            points += self._late_points
+            self._late_points = 0
             self.last_points = points
+            self.last_ok = ok
             self.passes += 1
             self._pass_done.notify_all()
         log.debug("pass %d: %d values in %.3f s", self.passes, points, time.monotonic() - start)
@@ -197,17 +256,32 @@ class Loader:
 
     def _wait_pass(self) -> int:
         """Run a pass (unless a stalled one still runs: then wait for that one) and return the
-        values it put in. Raises what the pass raised, or :class:`_Stalled` when it has shown no
-        progress for twice the deadline."""
+        values it put in. Raises what the pass raised, :class:`_Stalled` when it has shown no
+        progress for :func:`stall_after` the deadline, or :class:`_Stopped`. A stalled pass
+        that has ended since is reported first (its values count in :attr:`last_points`)."""
         run = self._pass
+        if run is not None and run.done.is_set() and not run.handled:
+            try:
+                self._late_points += self._handle(run)
+            except Exception as exc:  # what it failed with, reported; this pass reads on
+                self._failed(exc)
         if run is None or run.done.is_set():
+            if self._stop.is_set():
+                raise _Stopped
             run = self._pass = _Pass(self)
+        stall = stall_after(self.deadline)
         while not run.done.wait(0.05):
-            if time.monotonic() - run.progress_at > 2 * self.deadline:
+            if self._stop.is_set():
+                raise _Stopped
+            if time.monotonic() - run.progress_at > stall:
                 raise _Stalled(
-                    f"no listing or read finished for {2 * self.deadline:g} s; still waiting "
-                    "for the store"
+                    f"no listing or read finished for {stall:g} s; still waiting for the store"
                 )
+        return self._handle(run)
+
+    def _handle(self, run: _Pass) -> int:
+        """Report what the ended pass ``run`` found; its values, or raise what it raised."""
+        run.handled = True
         for w in run.warnings:
             if issubclass(w.category, ReadWarning):
                 self.note(("warning", str(w.message)), str(w.message))
@@ -217,7 +291,7 @@ class Loader:
             raise run.error
         self._noted.discard(("stalled",))
         for path in run.failed:
-            self.note(("fetch", path), f"{path}: could not be read this pass (tried again next)")
+            self.note(("fetch", path), f"{path}: could not be read this pass{self._again()}")
         self._listed.set()
         return run.points
 
@@ -239,5 +313,9 @@ class Loader:
         if not self._listed_ok:
             self._failure = (_status(exc), message)
         key = ("stalled",) if isinstance(exc, TimeoutError) else ("failed", message)
-        self.note(key, f"{message} (tried again next pass)")
+        self.note(key, message + self._again())
         self._listed.set()
+
+    def _again(self) -> str:
+        """What happens next to what failed, for the messages."""
+        return " (not tried again: reload is 0)" if self.once else " (tried again next pass)"

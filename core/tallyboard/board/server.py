@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import math
 import threading
 from collections.abc import Mapping
 from typing import Any
 
-from tallyboard.board.loader import Loader
+from tallyboard import paths
+from tallyboard.board import options
+from tallyboard.board.loader import Loader, is_not_a_directory
+from tallyboard.board.options import DEFAULT_DEADLINE, DEFAULT_HOST, DEFAULT_RELOAD
 from tallyboard.board.store import DEFAULT_SAMPLES, Sampling, Store
+from tallyboard.reading.incremental import Reader
 from tallyboard.warn import warn
 
 log = logging.getLogger("tallyboard.board")
 
-#: Seconds between the end of one pass over the log dir and the start of the next.
-DEFAULT_RELOAD = 5.0
-#: Seconds a call to the store may take, and a request may wait for the first listing.
-DEFAULT_DEADLINE = 10.0
 #: Threads answering requests.
 WORKERS = 16
 
@@ -33,12 +32,17 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _positive(value: Any, name: str, zero_ok: bool = False) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not zero_ok):
-        what = "a number >= 0" if zero_ok else "a number > 0"
-        raise ValueError(f"{name} must be {what} of seconds, got {value!r}")
-    return float(value)
+def _reader(logdir: str, deadline: float) -> Reader | None:
+    """The log dir's reader, made now so that a log dir that is not a directory is refused in
+    the call, as ``Reader()`` refuses it; None when a store did not answer (the loader tries
+    again each pass, and requests get the failure's status meanwhile)."""
+    try:
+        return Reader(logdir, workers=1, deadline=deadline)
+    except OSError as exc:
+        if is_not_a_directory(exc) or not paths.is_url(logdir):
+            raise
+        log.debug("%s: %s (tried again by the loader)", logdir, exc)
+        return None
 
 
 class BoardServer:
@@ -67,8 +71,7 @@ class BoardServer:
         self.logdir = logdir
         self.reload = reload
         self.store = Store(Sampling(dict(samples or {}), dict(DEFAULT_SAMPLES)))
-        self.loader = Loader(logdir, self.store, deadline)
-        self._stop = threading.Event()
+        self.loader = Loader(logdir, self.store, deadline, _reader(logdir, deadline))
         self._server = grpc.server(
             futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="tallyboard-board"),
             options=[("grpc.max_send_message_length", -1), ("grpc.so_reuseport", 0)],
@@ -98,21 +101,32 @@ class BoardServer:
 
     def _load(self) -> None:
         try:
-            self.loader.run(self._stop, self.reload)
+            self.loader.run(self.reload)
         except Exception:  # the service goes on with what was loaded; say why loading stopped
             log.exception("tallyboard board: loading %s stopped", self.logdir)
 
     def wait_loaded(self, timeout: float = 60.0) -> bool:
         """Read what is new now and wait until it is served (a pass started after this call
-        has finished); False after ``timeout`` seconds. For scripts and tests: a running server
-        reads every ``reload`` seconds by itself."""
+        has finished). For scripts and tests: a running server reads every ``reload`` seconds
+        by itself.
+
+        Args:
+            timeout: Seconds to wait at most.
+
+        Returns:
+            True when that pass listed the log dir and read it; False after ``timeout``
+            seconds, or when the pass failed or stalled (why: ``loader.problems``, and the
+            ``tallyboard.board`` log).
+        """
         return self.loader.wait_fresh(timeout)
 
     def stop(self, grace: float = 1.0) -> None:
-        """Stop answering (requests in flight get ``grace`` seconds) and stop loading."""
-        self._stop.set()
-        self.loader.wake()
+        """Stop answering (requests in flight get ``grace`` seconds) and stop loading: a pass
+        under way stops at its next window, and nothing more goes into the store once it has
+        (a pass stuck in a call to the store is left behind after ``grace`` + 5 seconds)."""
+        self.loader.stop(0)
         self._server.stop(grace).wait()
+        self.loader.stop(grace + 5)
         self._thread.join(timeout=grace + 5)
 
     def __enter__(self) -> BoardServer:
@@ -126,7 +140,7 @@ def serve(
     logdir: str,
     *,
     port: int = 0,
-    host: str = "127.0.0.1",
+    host: str = DEFAULT_HOST,
     reload: float = DEFAULT_RELOAD,
     samples: Mapping[str, int] | None = None,
     deadline: float = DEFAULT_DEADLINE,
@@ -152,9 +166,13 @@ def serve(
         The running :class:`BoardServer` (a context manager; ``stop()`` ends it).
 
     Raises:
-        TypeError: ``logdir`` or ``host`` is not a non-empty str.
+        TypeError: ``logdir`` or ``host`` is not a non-empty str, or a number is not a number.
         ValueError: a number is out of range, or ``samples`` is malformed.
-        OSError: the address cannot be listened on.
+        NotADirectoryError: ``logdir`` is not a directory: the error ``tallyboard.Reader()``
+            raises for it, with its message (a ``ValueError`` from a reader that predates it).
+        OSError: the address cannot be listened on, or a local ``logdir`` cannot be read. A
+            store that does not answer is no error here: the passes try it again, and
+            requests get its status meanwhile.
 
     Example:
         >>> with serve("runs", reload=0) as server:  # doctest: +SKIP
@@ -164,10 +182,9 @@ def serve(
         raise TypeError(f"logdir must be a non-empty str path or URL, got {logdir!r}")
     if not isinstance(host, str) or not host:
         raise TypeError(f"host must be a non-empty str, got {host!r}")
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ValueError(f"port must be an int in 0..65535, got {port!r}")
-    reload = _positive(reload, "reload", zero_ok=True)
-    deadline = _positive(deadline, "deadline")
+    port = options.port(port, "port")
+    reload = options.seconds(reload, "reload", zero_ok=True)
+    deadline = options.seconds(deadline, "deadline")
     counts_ok = isinstance(samples, Mapping) and all(
         isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
         for k, v in samples.items()

@@ -15,8 +15,9 @@ of the protocol (``tensorboard/data/proto/data_provider.proto``) kept here:
 - hyper-parameters reach the HPARAMS dashboard as the metadata of the ``hparams`` plugin's
   tensors (TensorBoard's gRPC client never asks for them otherwise).
 
-Requests arriving before the loader's first pass is in wait for it (a deadline at most, then
-they get what is there), so a page opened at once shows the runs. While no listing of the log
+Requests arriving before the loader's first pass is in wait for it (as long as the loader waits
+before it reports a pass stalled, :func:`~tallyboard.board.loader.stall_after`, then they get
+what is there), so a page opened at once shows the runs. While no listing of the log
 dir has succeeded, a store that refuses or stalls gets ``UNAVAILABLE``, ``PERMISSION_DENIED``,
 ``NOT_FOUND`` or ``DEADLINE_EXCEEDED`` with the store's message.
 """
@@ -34,6 +35,7 @@ import numpy as np
 from tensorboard.data.proto import data_provider_pb2 as pb
 from tensorboard.data.proto import data_provider_pb2_grpc as pb_grpc
 
+from tallyboard.board.loader import stall_after
 from tallyboard.board.reservoir import downsample
 from tallyboard.board.store import BLOB_SEQUENCE, SCALAR, TENSOR, Series, Store
 
@@ -97,8 +99,8 @@ class Servicer(pb_grpc.TensorBoardDataProviderServicer):  # type: ignore[misc]
     # -- the gate and the filters ------------------------------------------------------------
 
     def _ready(self, context: Any) -> None:
-        # The loader reports a store stalled after the deadline: wait a little longer than it.
-        self.gate.wait_listed(self.deadline + 0.5)
+        # The loader reports a store stalled after stall_after(deadline): wait a little longer.
+        self.gate.wait_listed(stall_after(self.deadline) + 0.5)
         failed = self.gate.failure()
         if failed is not None:
             code, message = failed

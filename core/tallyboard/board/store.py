@@ -106,7 +106,7 @@ class Run:
 
 
 class Store:
-    """Every run served, by name; the ``generation`` counts the loader's passes."""
+    """Every run served, by name (the loader's passes fill it; requests read it)."""
 
     def __init__(self, sampling: Sampling | None = None) -> None:
         self.sampling = sampling or Sampling()

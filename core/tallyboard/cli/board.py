@@ -23,11 +23,14 @@ import warnings
 from typing import Any
 
 from tallyboard import paths
+from tallyboard.board import options
+from tallyboard.board.options import DEFAULT_DEADLINE, DEFAULT_HOST, DEFAULT_RELOAD
 from tallyboard.extras import MissingExtra, require
 
-#: Defaults of the options (also shown in their help).
-BOARD_PORT, SERVE_PORT, HOST = 6006, 6806, "127.0.0.1"
-RELOAD, DEADLINE = 5.0, 10.0
+#: Defaults of the ports (also shown in their help); the provider's own defaults and checks are
+#: :mod:`tallyboard.board.options`' (light: nothing heavy is imported before TensorBoard starts).
+BOARD_PORT, SERVE_PORT, HOST = 6006, 6806, DEFAULT_HOST
+RELOAD, DEADLINE = DEFAULT_RELOAD, DEFAULT_DEADLINE
 #: Seconds TensorBoard gets to start answering, and to stop once asked.
 TB_START, TB_STOP = 120.0, 10.0
 
@@ -36,34 +39,28 @@ class _Stop(Exception):
     """SIGTERM arrived: stop as on Ctrl-C."""
 
 
-def _seconds(text: str, zero_ok: bool) -> float:
+def _checked(check: Any, text: str, parse: Any, **kw: Any) -> Any:
+    """``check(parse(text))`` (the text itself when it does not parse), its error for argparse."""
     try:
-        value = float(text)
+        value = parse(text)
     except ValueError:
-        value = -1.0
-    if not (value > 0 or (zero_ok and value == 0)) or value == float("inf"):
-        raise argparse.ArgumentTypeError(
-            f"expected a number of seconds {'>= 0' if zero_ok else '> 0'}, got {text!r}"
-        )
-    return value
+        value = text
+    try:
+        return check(value, **kw)
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _reload(text: str) -> float:
-    return _seconds(text, zero_ok=True)
+    return float(_checked(options.seconds, text, float, zero_ok=True))
 
 
 def _deadline(text: str) -> float:
-    return _seconds(text, zero_ok=False)
+    return float(_checked(options.seconds, text, float))
 
 
 def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port in 0..65535, got {text!r}")
-    return port
+    return int(_checked(options.port, text, int))
 
 
 def _samples(text: str) -> dict[str, int]:
@@ -223,8 +220,6 @@ def _sigterm_stops() -> Any:
 def cmd_serve(args: Any) -> int:
     """``tallyboard serve``: the provider until Ctrl-C or SIGTERM."""
     _log_to_stderr("serve")
-    if not paths.is_url(args.logdir) and not os.path.isdir(args.logdir):
-        return _fail("serve", f"logdir {args.logdir!r} is not a directory")
     missing = _missing("serve", load=True)
     if missing:
         return _fail("serve", missing)
@@ -298,6 +293,7 @@ def tensorboard_command(
 def cmd_board(args: Any, extra: list[str]) -> int:
     """``tallyboard board``: the provider and TensorBoard, until Ctrl-C or either stops."""
     _log_to_stderr("board")
+    # serve() refuses such a log dir too, but only after TensorBoard has started: say it first
     if not paths.is_url(args.logdir) and not os.path.isdir(args.logdir):
         return _fail("board", f"logdir {args.logdir!r} is not a directory")
     missing = _missing("board", load=False)

@@ -160,6 +160,10 @@ class SinkSpec:
             typed ``str``, ``int``, ``float`` or ``bool`` (or one of them ``| None``) also take
             their text form, as the command line gives them. Any other name given is refused
             with a ``ValueError`` naming the sink. None: the sink takes no settings.
+        tensorboard_summaries: True when the sink's encoders (``(kind, name)``) return
+            TensorBoard's ``Summary.Value`` protos, the language of TensorBoard's plugins:
+            ``tallyboard board`` shows every value through the encoders of the sink that says
+            so (the one first by name, should several).
     """
 
     name: str
@@ -167,12 +171,18 @@ class SinkSpec:
     schemes: tuple[str, ...] = ()
     description: str = ""
     settings: type | None = None
+    tensorboard_summaries: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ValueError(f"Sink name must be an identifier, got {self.name!r}")
         if not callable(self.open):
             raise TypeError(f"Sink {self.name!r}: open must be callable")
+        if not isinstance(self.tensorboard_summaries, bool):
+            raise TypeError(
+                f"Sink {self.name!r}: tensorboard_summaries must be a bool, "
+                f"got {self.tensorboard_summaries!r}"
+            )
         if self.settings is not None and not (
             isinstance(self.settings, type) and dataclasses.is_dataclass(self.settings)
         ):

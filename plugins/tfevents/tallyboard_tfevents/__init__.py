@@ -19,7 +19,14 @@ SINK = "tfevents"
 def register_sinks(register: Any) -> None:
     from .sink import open_sink
 
-    register(SinkSpec(name=SINK, open=open_sink, description="TensorBoard event files (tfevents)"))
+    register(
+        SinkSpec(
+            name=SINK,
+            open=open_sink,
+            description="TensorBoard event files (tfevents)",
+            tensorboard_summaries=True,
+        )
+    )
 
 
 @hookimpl
