@@ -468,3 +468,33 @@ def test_an_object_another_client_adds_to_an_s3_run_is_read_at_the_next_poll(
         )
         update = reader.poll()
         assert update.added == ["r1"] and _steps(update, "r0") == [5, 6, 7, 8]
+
+
+def test_an_iter_poll_stopped_early_leaves_what_it_did_not_hand_out_for_the_next_poll(
+    tmp_path: Path,
+) -> None:
+    """A reader that keeps state besides an offset (the projector config's set of embeddings
+    seen) is read through a copy: an embedding of a run never handed out is not marked seen."""
+    from tallyboard_embedding.methods import CONFIG_NAME
+
+    def config(run: str, names: list[str]) -> None:
+        (tmp_path / run).mkdir(exist_ok=True)
+        (tmp_path / run / "t.tsv").write_text("1\t2\n3\t4\n")
+        lines = [f'embeddings {{ tensor_name: "{n}" tensor_path: "t.tsv" }}\n' for n in names]
+        (tmp_path / run / CONFIG_NAME).write_text("".join(lines))
+
+    def embeddings(batches: dict[str, Any]) -> dict[str, list[str]]:
+        return {run: [r["tag"] for r in b.rows.get("embedding", [])] for run, b in batches.items()}
+
+    for run in "ab":
+        config(run, ["e:0"])
+    reader = Reader(tmp_path, workers=1)
+    assert embeddings(reader.poll().batches) == {"a": ["e"], "b": ["e"]}
+    for run in "ab":
+        config(run, ["e:0", "f:1"])
+    polling = reader.iter_poll()
+    taken, batch = next(polling)
+    assert embeddings({taken: batch}) == {taken: ["f"]}
+    polling.close()  # stopped before the other run was handed out
+    other = "b" if taken == "a" else "a"
+    assert embeddings(reader.poll().batches) == {other: ["f"]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -137,7 +138,7 @@ class BoardServer:
 
 
 def serve(
-    logdir: str,
+    logdir: str | os.PathLike[str],
     *,
     port: int = 0,
     host: str = DEFAULT_HOST,
@@ -178,8 +179,10 @@ def serve(
         >>> with serve("runs", reload=0) as server:  # doctest: +SKIP
         ...     print(server.address)
     """
+    if isinstance(logdir, os.PathLike):
+        logdir = os.fspath(logdir)
     if not isinstance(logdir, str) or not logdir:
-        raise TypeError(f"logdir must be a non-empty str path or URL, got {logdir!r}")
+        raise TypeError(f"logdir must be a non-empty str path, os.PathLike or URL, got {logdir!r}")
     if not isinstance(host, str) or not host:
         raise TypeError(f"host must be a non-empty str, got {host!r}")
     port = options.port(port, "port")

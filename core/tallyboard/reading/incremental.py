@@ -10,6 +10,7 @@ disappeared. ``tallyboard.read`` is the same machinery, polled once.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,7 +119,7 @@ class Reader:
 
     def __init__(
         self,
-        logdir: str,
+        logdir: str | os.PathLike[str],
         *,
         runs: str | Iterable[str] | None = None,
         tags: str | Iterable[str] | None = None,
@@ -148,7 +149,7 @@ class Reader:
         self._files = RunReader(
             logdir, formats, only, runs=names_or_globs(runs, "runs"), deadline=deadline
         )
-        self.logdir = logdir
+        self.logdir = os.fspath(logdir)
         #: what the last :meth:`poll` or :meth:`iter_poll` found: runs added and removed (set
         #: before :meth:`iter_poll` yields its first batch), files that failed.
         self.last_update = Update()

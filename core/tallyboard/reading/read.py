@@ -5,6 +5,7 @@ pandas and pyarrow are optional (``pip install tallyboard[read]``) and imported 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -21,7 +22,7 @@ FORMATS = ("pandas", "arrow")
 
 
 def read(
-    logdir: str,
+    logdir: str | os.PathLike[str],
     runs: str | Iterable[str] | None = None,
     tags: str | Iterable[str] | None = None,
     kind: str = "scalar",
@@ -54,7 +55,7 @@ def read(
     process per core when there is enough to read; remote files are fetched many at once.
 
     Args:
-        logdir: A local directory or an fsspec URL, a non-empty str.
+        logdir: A local directory or an fsspec URL, a non-empty str or an ``os.PathLike``.
         runs: Keep only these runs: a name or a list of names (paths relative to ``logdir``,
             ``"."`` for itself); a name with ``*``, ``?`` or ``[...]`` is a glob
             (``"lr=0.1/*"``). Runs left out are never opened nor fetched. Default ``None``: all.
@@ -79,7 +80,7 @@ def read(
     Raises:
         tallyboard.extras.MissingExtra: pandas (or pyarrow) is not installed; the message gives
         ``pip install "tallyboard[read]"``.
-        TypeError: ``logdir`` is not a non-empty str; ``kind`` is not a str; ``runs``, ``tags``
+        TypeError: ``logdir`` is not a non-empty str or os.PathLike; ``kind`` is not a str; ``runs``, ``tags``
             or ``formats`` is not a str or an iterable of str; ``progress`` not a bool.
         ValueError: ``logdir`` is not a directory; an unknown ``table`` or format; ``workers`` <
             1.

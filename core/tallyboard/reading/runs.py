@@ -332,8 +332,19 @@ class _Job:
             return self.owner._reader_of(self.paths[i])
         f = self.owner._open[self.paths[i]]
         if f.reader is not None:
-            return copy.copy(f.reader)
+            return _snapshot(f.reader)
         return self.owner._reader_of(self.paths[i], keep=False)
+
+
+def _snapshot(reader: FileReader) -> FileReader:
+    """A copy of ``reader`` that reads on without changing it: its attributes shared, but the
+    containers among them (a set of names seen, a dict of offsets) copied, so a read that is
+    never committed leaves the kept reader as it was."""
+    clone = copy.copy(reader)
+    for name, value in getattr(reader, "__dict__", {}).items():
+        if isinstance(value, (set, dict, list, bytearray)):
+            clone.__dict__[name] = copy.copy(value)
+    return clone
 
 
 class RunReader:
@@ -352,7 +363,7 @@ class RunReader:
 
     def __init__(
         self,
-        logdir: str,
+        logdir: str | os.PathLike[str],
         formats: str | Iterable[str] | None = None,
         kind: str | None = None,
         runs: str | Iterable[str] | None = None,
@@ -364,8 +375,12 @@ class RunReader:
         from tallyboard.plugin.registry import get_registry
         from tallyboard.reading.fetch import within
 
+        if isinstance(logdir, os.PathLike):
+            logdir = os.fspath(logdir)
         if not isinstance(logdir, str) or not logdir:
-            raise TypeError(f"logdir must be a non-empty str path or URL, got {logdir!r}")
+            raise TypeError(
+                f"logdir must be a non-empty str path, os.PathLike or URL, got {logdir!r}"
+            )
         reg = get_registry()
         self._readers = reg.readers
         self._decoders = reg.decoders
