@@ -53,6 +53,26 @@ def test_constructor_rejects(logdir: Path, kwargs: dict[str, Any], error: type, 
     SummaryRecord(logdir).close()  # the instance counter was released
 
 
+def test_a_network_that_is_not_a_cell_is_refused_with_mindspore_loaded(logdir: Path) -> None:
+    """With MindSpore imported, ``network`` must still be a Cell: refused at once, where
+    MindSpore's own SummaryRecord would fail only at the first record()."""
+    import subprocess
+    import sys
+
+    code = (
+        "import mindspore, sys\n"
+        "from tallyboard import SummaryRecord\n"
+        "try:\n"
+        f"    SummaryRecord({str(logdir)!r}, network=object())\n"
+        "except TypeError as e:\n"
+        "    print('refused:', e)\n"
+        "SummaryRecord(" + repr(str(logdir)) + ").close()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "refused:" in out.stdout and "network" in out.stdout and "Cell" in out.stdout
+
+
 def test_constructor_accepts_names_and_negative_size(
     logdir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -332,6 +332,8 @@ class SummaryRecord:
                 "The 'network' argument needs MindSpore (a mindspore.nn.Cell); without MindSpore pass "
                 "network=None and add graphs with add_value('graph', name, model_proto_bytes)."
             )
+        if network is not None and not _is_cell(network):  # MindSpore would fail at record()
+            raise _type_error("network", network, "one of '['Cell', 'NoneType']'")
         self.file_prefix = file_prefix
         self.file_suffix = file_suffix
         self.network = network
