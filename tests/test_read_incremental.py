@@ -20,7 +20,7 @@ import pytest
 from conftest import load_run
 from tallyboard import Reader, SummaryWriter, Update, read
 from tallyboard.reading import fetch
-from tallyboard.reading.runs import LocalTree
+from tallyboard.reading.runs import LocalTree, RunReader
 from tallyboard.records.framing import frame
 from tallyboard.warn import ReadWarning
 
@@ -155,6 +155,52 @@ def test_deleted_runs_are_removed_and_a_run_written_again_is_both(tmp_path: Path
     assert not update and reader.runs == ["b", "c"]
     _file(tmp_path / "a").write_bytes(_records(range(1)))  # back again
     assert reader.poll().added == ["a"]
+
+
+def test_a_file_replaced_by_a_rename_starts_its_run_over(tmp_path: Path) -> None:
+    # an atomic rewrite, or rsync copying a grown file: a new file (inode) at the same path
+    a, b = _file(tmp_path / "a"), _file(tmp_path / "b")
+    a.write_bytes(_records(range(5)))
+    b.write_bytes(_records(range(3)))
+    reader = Reader(str(tmp_path), workers=1)
+    reader.poll()
+    other = _file(tmp_path / "a", "events.out.tfevents.2.host")
+    other.write_bytes(_records(range(100, 102)))  # the run has a second file, kept as it is
+    reader.poll()
+    new = tmp_path / "a" / "rewritten.tmp"
+    new.write_bytes(_records(range(10, 17)))  # other values, longer than what was read
+    os.replace(new, a)
+    _append(b, _records(range(3, 4)))
+    update = reader.poll()
+    assert update.removed == ["a"] and update.added == ["a"]
+    assert _steps(update, "a") == list(range(10, 17)) + [100, 101]  # both files, from the start
+    assert _steps(update, "b") == [3]
+    assert not reader.poll()
+    _append(a, _records(range(17, 18)))
+    update = reader.poll()
+    assert _steps(update, "a") == [17] and not update.added
+
+
+def test_a_local_tree_tells_a_replaced_file_from_a_grown_one(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "x").write_bytes(b"1")
+    (run / "y").write_bytes(b"1")
+    tree = LocalTree(str(tmp_path))
+    tree.scan()
+    (run / "x").write_bytes(b"12")  # rewritten in place: the same file
+    (tmp_path / "tmp").write_bytes(b"123")
+    os.replace(tmp_path / "tmp", run / "y")
+    tree.scan()
+    assert tree.replaced == {str(run / "y")}
+    assert sorted(tree.resized) == [str(run / "x"), str(run / "y")]
+    (tmp_path / "tmp").write_bytes(b"9")
+    os.replace(tmp_path / "tmp", run / "x")  # replaced while a file is added beside it
+    (run / "z").write_bytes(b"1")
+    tree.scan()
+    assert tree.changed and tree.replaced == {str(run / "x")}
+    tree.scan()
+    assert not tree.replaced and not tree.resized
 
 
 def test_a_torn_last_record_is_completed_at_a_later_poll(
@@ -317,6 +363,62 @@ def test_a_folder_changed_within_the_same_clock_tick_is_listed_again(tmp_path: P
         third = tmp_path / "run" / "events.out.tfevents.3.host"
         third.write_bytes(b"")
         assert str(third) in tree.scan() and listed == [str(tmp_path / "run")]
+
+
+def _delete_after_first_file(path: Path) -> Any:
+    """A progress callback that deletes ``path`` once the first task of a poll is read: the
+    file was listed, and is gone when its turn comes."""
+
+    def progress(done: int) -> None:
+        if path.exists():
+            path.unlink()
+
+    return progress
+
+
+def test_a_file_gone_between_listing_and_reading_fails_alone_and_the_poll_goes_on(
+    tmp_path: Path,
+) -> None:
+    # a's 4,000 steps fill a task of their own; b and c are read together after it
+    _file(tmp_path / "a").write_bytes(_records(range(4000)))
+    b = _file(tmp_path / "b")
+    b.write_bytes(_records(range(5)))
+    _file(tmp_path / "c").write_bytes(_records(range(7)))
+    reader = Reader(str(tmp_path), workers=1)
+    with pytest.warns(ReadWarning, match=f"{b}: could not be read .*read again next time"):
+        update = reader.poll(progress=_delete_after_first_file(b))
+    assert update.failed == [str(b)]
+    assert sorted(update.batches) == ["a", "c"]
+    assert _steps(update, "a") == list(range(4000)) and _steps(update, "c") == list(range(7))
+    update = reader.poll()  # b is gone for good: its run goes
+    assert update.removed == ["b"] and not update.batches and not update.failed
+
+
+def test_a_file_that_failed_is_read_whole_at_the_next_poll(tmp_path: Path) -> None:
+    _file(tmp_path / "a").write_bytes(_records(range(4000)))
+    b = _file(tmp_path / "b")
+    c = _file(tmp_path / "c")
+    c.write_bytes(_records(range(3)))
+    b.write_bytes(_records(range(5)))
+    reader = Reader(str(tmp_path), workers=1)
+    with pytest.warns(ReadWarning, match="could not be read"):
+        first = reader.poll(progress=_delete_after_first_file(b))
+    assert "b" not in first.batches and _steps(first, "c") == [0, 1, 2]
+    b.write_bytes(_records(range(5)))  # back (a copy restored, a mount that came back)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        update = reader.poll()
+    assert list(update.batches) == ["b"] and _steps(update, "b") == [0, 1, 2, 3, 4]
+    assert not update.failed and not reader.poll()
+
+
+def test_a_one_time_read_of_a_file_that_vanished_raises(tmp_path: Path) -> None:
+    _file(tmp_path / "a").write_bytes(_records(range(4000)))
+    b = _file(tmp_path / "b")
+    b.write_bytes(_records(range(5)))
+    once = RunReader(str(tmp_path), keep=False)  # what read() and ls do: nothing kept to retry
+    with pytest.raises(FileNotFoundError):
+        once.read(workers=1, progress=_delete_after_first_file(b))
 
 
 def test_a_pool_read_keeps_offsets_for_the_next_poll(tmp_path: Path) -> None:

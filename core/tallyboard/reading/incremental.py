@@ -37,8 +37,8 @@ class Update:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     batches: dict[str, Batch] = field(default_factory=dict)
-    #: files of a remote store that could not be fetched this time (each warned about): they
-    #: are read again, from where they were, at the next poll.
+    #: files that could not be read this time (each warned about: a store's object not
+    #: fetched, a local file raising ``OSError``): read again, from where they were, next poll.
     failed: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
@@ -102,7 +102,8 @@ class Reader:
         deadline: seconds each call to a remote store may take (the listing, each fetch;
             default ``TALLYBOARD_REMOTE_DEADLINE``, 60): a store that does not answer in time
             makes the listing raise ``TimeoutError`` (an ``OSError``) naming the URL, and a
-            fetch fail for that file only (see :attr:`Update.failed`).
+            fetch fail for that file only (see :attr:`Update.failed`, which also lists local
+            files that could not be read: deleted after the listing, no permission).
 
     Raises:
         TypeError: an argument has the wrong type.
@@ -223,6 +224,8 @@ class Reader:
             try:
                 for group_paths, runs, batches, readers, capped in groups:
                     for k, (path, run) in enumerate(zip(group_paths, runs)):
+                        if path in files.failed:
+                            continue  # not read: left to read again at the next poll
                         batch = self._keep(batches.batch(k))
                         files.commit(path, readers[k] if readers is not None else None, capped[k])
                         if capped[k]:

@@ -123,9 +123,49 @@ _JOB: Job | None = None  # the job of the pool being run: what forked workers re
 
 
 def _read_task(
-    job: Job, start: int, stop: int, keep: bool, light: bool = False, window: int | None = None
-) -> tuple[list[FileReader] | None, Batches, list[tuple[str, type[Warning]]], list[bool]]:
+    job: Job,
+    start: int,
+    stop: int,
+    keep: bool,
+    light: bool = False,
+    window: int | None = None,
+    isolate: bool = False,
+) -> tuple[
+    list[FileReader] | None, Batches, list[tuple[str, type[Warning]]], list[bool], list[str]
+]:
+    """Read files ``start:stop`` of ``job``. ``isolate``: a file that cannot be read (an
+    ``OSError``: deleted since it was listed, no permission, an I/O error) does not stop the
+    others; the task is read again file by file from fresh readers (``job.reader`` gives
+    copies), and the last item names, per file, why it could not be read ("" when it was)."""
     readers = [job.reader(i) for i in range(start, stop)]
+    errors = [""] * len(readers)
+    try:
+        batches, caught = _read_windowed(readers, light, window)
+    except OSError:
+        if not isolate:
+            raise
+        readers = [job.reader(i) for i in range(start, stop)]
+        parts, caught = [], []
+        for k, reader in enumerate(readers):
+            try:
+                got, seen = _read_windowed([reader], light, window)
+            except OSError as exc:
+                errors[k] = str(exc) or type(exc).__name__
+                got, seen = Batches.of([Batch()]), []
+            parts.append(got)
+            caught.extend(seen)
+        batches = Batches.concat(parts)
+    capped = [
+        bool(vars(r).pop("capped", False)) if hasattr(r, "__dict__") else False for r in readers
+    ]
+    return (readers if keep else None), batches, caught, capped, errors
+
+
+def _read_windowed(
+    readers: list[FileReader], light: bool, window: int | None
+) -> tuple[Batches, list[tuple[str, type[Warning]]]]:
+    """:func:`read_group` of ``readers``, each chunked reader stopping after ``window`` bytes;
+    the warnings raised, caught to be raised again in the caller."""
     windowed = [r for r in readers if isinstance(r, ChunkedFileReader)] if window else []
     for r in windowed:
         r.read_limit = window
@@ -136,24 +176,16 @@ def _read_task(
     finally:
         for r in windowed:  # back to the class's: a reader kept reads to the end next time
             del r.read_limit
-    capped = [
-        bool(vars(r).pop("capped", False)) if hasattr(r, "__dict__") else False for r in readers
-    ]
-    return (
-        (readers if keep else None),
-        batches,
-        [(str(w.message), w.category) for w in caught],
-        capped,
-    )
+    return batches, [(str(w.message), w.category) for w in caught]
 
 
 def _worker_task(
-    start: int, stop: int, keep: bool, light: bool, window: int | None
+    start: int, stop: int, keep: bool, light: bool, window: int | None, isolate: bool
 ) -> bytes | None:
     """In a worker: read a task of the job it was forked with; the results pickled, or None
     when they do not pickle (the caller then reads the task itself)."""
     assert _JOB is not None
-    return _pickled(_read_task(_JOB, start, stop, keep, light, window))
+    return _pickled(_read_task(_JOB, start, stop, keep, light, window, isolate))
 
 
 def _can_fork() -> bool:
@@ -171,23 +203,27 @@ def read_tasks(
     done: Callable[[int], None] | None = None,
     light: bool = False,
     window: int | None = None,
-) -> Iterator[tuple[int, list[FileReader] | None, Batches, list[bool]]]:
+    isolate: bool = False,
+) -> Iterator[tuple[int, list[FileReader] | None, Batches, list[bool], list[str]]]:
     """``(start, readers, batches)`` for each task ``(start, stop)``, in order: each file read
     once, by ``workers`` processes when more than one (and forking is safe), else here.
     ``readers`` are the readers to keep (a worker's copies, which have advanced; None when
     ``keep`` is false, where the caller reads each file only once). ``done(n)`` is called as
     ``n`` more files are read; ``light`` asks for a listing's read (:func:`read_group`);
     ``window`` bounds the bytes one read of a file consumes (a reader kept in chunks stops
-    there and is flagged in the last item, ``capped``, to be read on)."""
+    there and is flagged in ``capped``, to be read on); ``isolate`` reads on past a file that
+    cannot be read, whose error the last item gives (see :func:`_read_task`)."""
     global _JOB
     if workers <= 1 or len(tasks) < 2 or not _can_fork():
         for start, stop in tasks:
-            readers, batches, caught, capped = _read_task(job, start, stop, True, light, window)
+            readers, batches, caught, capped, errors = _read_task(
+                job, start, stop, True, light, window, isolate
+            )
             for message, category in caught:
                 warnings.warn(message, category, stacklevel=2)
             if done is not None:
                 done(stop - start)
-            yield start, (readers if keep else None), batches, capped
+            yield start, (readers if keep else None), batches, capped, errors
         return
     import multiprocessing
     from collections import deque
@@ -208,21 +244,23 @@ def read_tasks(
         while nxt < len(tasks) or pending:
             while nxt < len(tasks) and len(pending) < workers * 3:  # a few tasks ahead
                 start, stop = tasks[nxt]
-                task = pool.submit(_worker_task, start, stop, keep, light, window)
+                task = pool.submit(_worker_task, start, stop, keep, light, window, isolate)
                 pending.append((start, stop, task))
                 nxt += 1
             start, stop, future = pending.popleft()
             result = future.result()
             if result is None:  # it did not travel: read here, from the offsets kept here
-                readers, batches, caught, capped = _read_task(job, start, stop, True, light, window)
+                readers, batches, caught, capped, errors = _read_task(
+                    job, start, stop, True, light, window, isolate
+                )
             else:
-                readers, batches, caught, capped = pickle.loads(result)
+                readers, batches, caught, capped, errors = pickle.loads(result)
             del result
             for message, category in caught:
                 warnings.warn(message, category, stacklevel=2)
             if done is not None:
                 done(stop - start)
-            yield start, (readers if keep else None), batches, capped
+            yield start, (readers if keep else None), batches, capped, errors
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -242,7 +280,7 @@ def read_files(
 
     sizes = [1] * len(readers)
     tasks = plan(sizes, [type(r) for r in readers], workers)
-    for start, got, batches, _ in read_tasks(_Given(), tasks, workers):
+    for start, got, batches, _, _ in read_tasks(_Given(), tasks, workers):
         assert got is not None
         for k, batch in enumerate(batches.split()):
             if done is not None:

@@ -108,22 +108,42 @@ def local_files(root: str) -> list[tuple[str, bool, int]]:
     return out
 
 
-def _stat_all(paths: list[str], field: str) -> Any:
-    """``field`` of ``os.stat`` of every path as an int64 array (-1 where it fails), in one
-    tight pass while none fails."""
+def _stat_files(paths: list[str]) -> tuple[Any, Any]:
+    """Sizes (int64, -1 where ``stat`` fails) and inodes (uint64, 0 there) of every path."""
     import numpy as np
 
     st = os.stat
     try:
-        if field == "st_size":
-            got = [st(p).st_size for p in paths]
-        else:
-            got = [st(p).st_mtime_ns for p in paths]
+        stats = [st(p) for p in paths]
+        sizes = [s.st_size for s in stats]
+        inos = [s.st_ino for s in stats]
+    except OSError:
+        sizes, inos = [], []
+        for p in paths:
+            try:
+                got = st(p)
+            except OSError:
+                sizes.append(-1)
+                inos.append(0)
+            else:
+                sizes.append(got.st_size)
+                inos.append(got.st_ino)
+    return np.array(sizes, np.int64), np.array(inos, np.uint64)
+
+
+def _mtimes(paths: list[str]) -> Any:
+    """``st_mtime_ns`` of every path as an int64 array (-1 where ``stat`` fails), in one tight
+    pass while none fails."""
+    import numpy as np
+
+    st = os.stat
+    try:
+        got = [st(p).st_mtime_ns for p in paths]
     except OSError:
         got = []
         for p in paths:
             try:
-                got.append(getattr(st(p), field))
+                got.append(st(p).st_mtime_ns)
             except OSError:
                 got.append(-1)
     return np.array(got, np.int64)
@@ -148,7 +168,9 @@ class LocalTree:
     A folder is listed again only when its mtime changed (a file or folder was added, removed
     or renamed in it) or was too recent to trust at the previous scan: file systems stamp times
     at a coarse granularity, so a change made in the same tick as that scan may leave the mtime
-    as it was. Files are ``stat``-ed every scan for their size (appending changes no folder).
+    as it was. Files are ``stat``-ed every scan for their size (appending changes no folder)
+    and their inode: a file deleted and written again at the same path, or replaced by a rename
+    (an atomic rewrite, rsync without ``--inplace``), is a new file, listed in :attr:`replaced`.
     """
 
     #: a folder whose mtime is this close to (or after) the previous scan's start is listed again.
@@ -164,9 +186,13 @@ class LocalTree:
         self._mtimes: Any = None
         self._file_list: list[str] = []
         self._sizes: Any = None
+        self._inos: Any = None  # of the files of _file_list, from _ino_of
+        self._ino_of: dict[str, int] = {}  # regular file -> its inode when last stat-ed
         #: after a scan: whether files appeared or vanished, and (when not) those that resized.
         self.changed = True
         self.resized: list[str] = []
+        #: after a scan: files now another file (a new inode) at a path already known.
+        self.replaced: set[str] = set()
 
     def scan(self) -> dict[str, tuple[bool, int]]:
         """``{path: (regular, size)}`` of every file now under the root (see :func:`local_files`).
@@ -177,6 +203,7 @@ class LocalTree:
 
         started = time.time_ns()
         self.resized = []
+        self.replaced = set()
         if not self._dirs:
             self._walk(self.root, os.stat(self.root), None)
             self._rebuild()
@@ -184,7 +211,7 @@ class LocalTree:
             return self._all
         self.changed = False
         trust_before = self._started - self.racy_ns
-        mtimes = _stat_all(self._dir_list, "st_mtime_ns")
+        mtimes = _mtimes(self._dir_list)
         suspect = np.flatnonzero((mtimes != self._mtimes) | (self._mtimes >= trust_before))
         for i in suspect.tolist():
             path = self._dir_list[i]
@@ -205,17 +232,23 @@ class LocalTree:
             self._mtimes = mtimes  # the same folders, some relisted with their new times
             for i in suspect.tolist():
                 self._mtimes[i] = self._dirs[self._dir_list[i]].mtime
-        sizes = _stat_all(self._file_list, "st_size")
-        moved = np.flatnonzero(sizes != self._sizes)
+        sizes, inos = _stat_files(self._file_list)
+        inos = np.where(sizes < 0, self._inos, inos)  # vanished: judged when listed next scan
+        moved = np.flatnonzero((sizes != self._sizes) | (inos != self._inos))
         for i in moved.tolist():
             path = self._file_list[i]
-            if sizes[i] < 0:  # vanished without its folder telling yet: listed next scan
+            if sizes[i] < 0:
+                continue
+            if inos[i] != self._inos[i]:
+                self.replaced.add(path)
+                self._ino_of[path] = int(inos[i])
+            if sizes[i] == self._sizes[i]:
                 continue
             self._all[path] = (True, int(sizes[i]))
             d = self._dirs[path.rsplit(os.sep, 1)[0] if os.sep in path else path]
             d.files[path] = (True, int(sizes[i]))
             self.resized.append(path)
-        self._sizes = sizes
+        self._sizes, self._inos = sizes, inos
         self._started = started
         return self._all
 
@@ -231,6 +264,8 @@ class LocalTree:
         self._mtimes = np.array([self._dirs[p].mtime for p in self._dir_list], np.int64)
         self._file_list = [p for p, (regular, _) in self._all.items() if regular]
         self._sizes = np.array([self._all[p][1] for p in self._file_list], np.int64)
+        self._ino_of = {p: self._ino_of[p] for p in self._file_list}
+        self._inos = np.array([self._ino_of[p] for p in self._file_list], np.uint64)
 
     @staticmethod
     def _entries(top: str) -> list[tuple[str, os.stat_result | None]]:
@@ -276,7 +311,12 @@ class LocalTree:
                 if not self._inside(d, (st.st_dev, st.st_ino)):
                     subs.append((entry, st))
             else:
-                d.files[entry] = (stat.S_ISREG(st.st_mode), st.st_size)
+                regular = stat.S_ISREG(st.st_mode)
+                d.files[entry] = (regular, st.st_size)
+                if regular:
+                    if self._ino_of.get(entry, st.st_ino) != st.st_ino:
+                        self.replaced.add(entry)
+                    self._ino_of[entry] = st.st_ino
         d.subdirs = [sub for sub, _ in subs]
         return subs
 
@@ -455,11 +495,16 @@ class RunReader:
         Returns ``(opened, gone)``: the paths of the files to read that this listing found,
         and ``(path, run)`` of such files no longer there. A file that shrank below where it
         was read is reported once and not read again (writers append; a file rewritten in
-        place cannot be followed).
+        place cannot be followed). A local file replaced by another at the same path (a new
+        inode) starts its run over: every file of the run is in both lists, read again from
+        the start.
         """
+        restarted: list[tuple[str, str]] = []
         if self._local is not None and self._listed_once:
             self._local.scan()
-            if not self._local.changed:  # no file appeared nor vanished: only sizes moved
+            if self._local.replaced:
+                restarted = self._restart([p.replace(os.sep, "/") for p in self._local.replaced])
+            elif not self._local.changed:  # no file appeared nor vanished: only sizes moved
                 all_files = self._local._all
                 self._resized(
                     [(p.replace(os.sep, "/"), all_files[p][1]) for p in self._local.resized]
@@ -490,7 +535,7 @@ class RunReader:
                 if sizes.get(path) != size:
                     sizes[path] = size
                     resized.append(path)
-        gone = self._forget(found, listing)
+        gone = self._forget(found, listing) + restarted
         opened = []
         for parent, files in found.items():
             present = self._present.get(parent)
@@ -520,6 +565,32 @@ class RunReader:
         self._resized([(p, sizes[p]) for p in resized])
         self._listed_once = True
         return opened, gone
+
+    def _restart(self, replaced: list[str]) -> list[tuple[str, str]]:
+        """Forget the run directories of the files ``replaced`` that were read from an offset
+        (what was read of them is of another file), so the listing after takes their files in
+        as new; returns ``(path, run)`` of the files forgotten. A replaced file read whole
+        each time (a config) is only marked to read again."""
+        gone: list[tuple[str, str]] = []
+        for path in sorted(replaced):
+            f = self._open.get(path)
+            if f is None:
+                continue
+            if not isinstance(getattr(f.reader, "offset", None), int):
+                self._dirty.add(path)
+                f.read_at = -1
+                continue
+            parent = path.rsplit("/", 1)[0]
+            for p in self._present.pop(parent, {}):
+                was = self._open.pop(p, None)
+                if was is not None:
+                    gone.append((p, was.run))
+                self._dirty.discard(p)
+                self._sizes.pop(p, None)
+                self._shrunk.discard(p)
+            self._chosen.pop(parent, None)
+            self.skipped.pop(parent, None)
+        return gone
 
     def _resized(self, changes: list[tuple[str, int]]) -> None:
         """Note the new sizes of files of the last listing; a file that shrank below where it
@@ -782,9 +853,10 @@ class RunReader:
         it is taken (``readers[k]`` the reader to keep for ``paths[k]``, None when the reader
         read in place; ``capped[k]`` when its read stopped at ``window`` bytes, with more to
         read). ``copies`` reads with copies of the readers, so a file not committed is read
-        again from where it was. A remote file that cannot be fetched is skipped with a
-        warning, and listed in :attr:`failed`, when this reader keeps its readers (it is read
-        again next time); else its error is raised."""
+        again from where it was. A file that cannot be read (a remote one not fetched; with
+        ``copies``, a local one raising ``OSError``) is skipped with a warning, and listed in
+        :attr:`failed`, when this reader keeps its readers: it is not to be committed, and is
+        read again next time. Else its error is raised."""
         self.failed: list[str] = []
         if isinstance(self._source, Prefetched):
             yield from self._iter_remote(self._source, paths, progress, window, copies)
@@ -806,10 +878,20 @@ class RunReader:
             if progress is not None:
                 progress(count)
 
-        for start, readers, batches, capped in read_tasks(
-            _Job(self, paths, copies), tasks, workers, self.keep, done, light, window
+        isolate = copies and self.keep
+        for start, readers, batches, capped, errors in read_tasks(
+            _Job(self, paths, copies), tasks, workers, self.keep, done, light, window, isolate
         ):
             n = len(batches)
+            for k, error in enumerate(errors):
+                if error:
+                    self.failed.append(paths[start + k])
+                    warnings.warn(
+                        f"{paths[start + k]}: could not be read ({error}); it is read again"
+                        " next time",
+                        ReadWarning,
+                        2,
+                    )
             yield (
                 paths[start : start + n],
                 [f.run for f in files[start : start + n]],
