@@ -62,6 +62,33 @@ def test_ls_table_and_json(logdir: Path) -> None:
         assert abs(r["last_wall_time"] - time.time()) < 600
 
 
+def test_ls_columns_line_up_whatever_the_widths_of_their_cells(tmp_path: Path) -> None:
+    from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
+    from tensorboard.util import tensor_util
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    with SummaryWriter(str(tmp_path / "a")) as w:
+        w.add_scalar("loss", 1.0, 3, walltime=0.0)  # 1970
+        w.add_scalar("a much longer tag name than the header", 2.0, 123456789, walltime=1e12)
+        w.add_image("picture", np.zeros((3, 4, 4), np.uint8), 0)
+    torch_writer = TorchWriter(str(tmp_path / "a run with a long name"))
+    meta = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="someone_elses"))
+    value = Summary.Value(tag="x", metadata=meta, tensor=tensor_util.make_tensor_proto(1.0))
+    torch_writer._get_file_writer().add_summary(Summary(value=[value]), 7)
+    torch_writer.close()
+    out = pb("ls", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    header, *rows = out.stdout.splitlines()
+    starts = [header.index(name) for name in ("kind", "tag", "count", "steps", "last update")]
+    assert len(rows) == 4
+    for row in rows:
+        for at in starts:  # every cell starts where its heading does, after the gap
+            assert row[at - 2 : at] == "  " and row[at] != " ", (header, row)
+    joined = "\n".join(rows)
+    assert "undecoded (someone_elses)" in joined and "123456789..123456789" in joined
+    assert "33658-" in joined and "1970-01-01 00:00:00" in joined
+
+
 @pytest.mark.parametrize("suffix", ["csv", "parquet", "jsonl"])
 def test_export_reads_back_the_values_written(logdir: Path, tmp_path: Path, suffix: str) -> None:
     out_path = tmp_path / f"out.{suffix}"

@@ -421,6 +421,16 @@ def test_a_one_time_read_of_a_file_that_vanished_raises(tmp_path: Path) -> None:
         once.read(workers=1, progress=_delete_after_first_file(b))
 
 
+def test_a_one_time_reader_lists_once(tmp_path: Path) -> None:
+    _file(tmp_path / "a").write_bytes(_records(range(3)))
+    once = RunReader(str(tmp_path), keep=False)
+    opened, gone = once.refresh()
+    assert len(opened) == 1 and gone == []
+    _file(tmp_path / "b").write_bytes(_records(range(3)))
+    assert once.refresh() == ([], [])  # what it listed is what read() and ls read, once
+    assert [run for run, _ in once.read()] == ["a"]
+
+
 def test_a_pool_read_keeps_offsets_for_the_next_poll(tmp_path: Path) -> None:
     for run in ("a", "b", "c", "d"):
         _file(tmp_path / run).write_bytes(_records(range(30)))

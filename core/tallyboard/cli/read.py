@@ -10,7 +10,7 @@ import base64
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from tallyboard.extras import require
@@ -227,30 +227,64 @@ def cmd_ls(logdir: str, as_json: bool, formats: Sequence[str] | None = None) -> 
     if not rows:
         print(f"no runs with readable records under {logdir}")
         return 0
+    header = ("run", "kind", "tag", "count", "steps", "last update (UTC)")
+    widths = _widths(header, rows)
+    write = sys.stdout.write
+    write(_lines([header], widths))
+    for start in range(0, len(rows), 10_000):  # never the whole table as strings at once
+        write(_lines(_cells(rows[start : start + 10_000]), widths))
+    return 0
+
+
+def _cells(rows: Sequence[tuple[Any, ...]]) -> Iterator[tuple[str, ...]]:
+    """The cells ``ls`` shows of each row of :func:`_listing` (a last update as
+    ``YYYY-MM-DD HH:MM:SS`` UTC, or ``-``)."""
     import numpy as np
 
-    header = ("run", "kind", "tag", "count", "steps", "last update (UTC)")
+    if not rows:
+        return iter(())
     run, kind, tag, count, lo, hi, last, plugin = zip(*rows)
     walls = np.array([np.nan if w is None else w for w in last], np.float64)
     shown = np.isfinite(walls) & (np.abs(walls) < 1e15)
-    stamps = np.datetime_as_string(
-        np.floor(np.where(shown, walls, 0)).astype(np.int64).astype("datetime64[s]"), unit="s"
-    )
-    columns = [
-        list(run),
+    seconds = np.floor(walls[shown]).astype(np.int64).astype("datetime64[s]")
+    at = (t.replace("T", " ") for t in np.datetime_as_string(seconds, unit="s").tolist())
+    return zip(
+        run,
         [k if k != undecoded.KIND else f"undecoded ({p})" for k, p in zip(kind, plugin)],
-        list(tag),
+        tag,
         [str(c) for c in count],
         ["-" if a is None else f"{a}..{b}" for a, b in zip(lo, hi)],
-        [t.replace("T", " ") if ok else "-" for ok, t in zip(shown.tolist(), stamps.tolist())],
-    ]
-    widths = [max(len(h), *map(len, col)) for h, col in zip(header, columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(header, widths)).rstrip()]
-    lines.extend(
-        "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in zip(*columns)
+        [next(at) if ok else "-" for ok in shown.tolist()],
     )
-    print("\n".join(lines))
-    return 0
+
+
+def _widths(header: tuple[str, ...], rows: Sequence[tuple[Any, ...]]) -> list[int]:
+    """The width of each column of the ``ls`` table but the last, found without formatting
+    every cell."""
+    widths = [len(h) for h in header]
+    if not rows:
+        return widths
+    undecoded_kind = undecoded.KIND
+    widths[0] = max(widths[0], max(len(r[0]) for r in rows))
+    kinds = {(r[1], r[7]) for r in rows}
+    widths[1] = max(
+        widths[1],
+        *(len(k) if k != undecoded_kind else len(f"undecoded ({p})") for k, p in kinds),
+    )
+    widths[2] = max(widths[2], max(len(r[2]) for r in rows))
+    widths[3] = max(widths[3], len(str(max(r[3] for r in rows))))
+    widths[4] = max(
+        widths[4],
+        max(1 if r[4] is None else len(str(r[4])) + len(str(r[5])) + 2 for r in rows),
+    )
+    return widths  # the last column is not padded: its width is not needed
+
+
+def _lines(cells: Iterable[tuple[str, ...]], widths: list[int]) -> str:
+    """Rows of cells as the table's lines, each ending in a newline (the last cell, never
+    empty, is not padded)."""
+    line = "  ".join([*(f"%-{w}s" for w in widths[:-1]), "%s\n"])
+    return "".join(map(line.__mod__, cells))
 
 
 class _Progress:

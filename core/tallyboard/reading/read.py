@@ -124,6 +124,7 @@ def read(
             del group
     finally:
         bar.close()
+    run_reader.reset()  # the listing, dropped before the table is built
     missed = undecoded.collect(batches, wanted_tag)
     if missed:
         warn(

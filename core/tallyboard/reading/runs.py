@@ -497,8 +497,12 @@ class RunReader:
         was read is reported once and not read again (writers append; a file rewritten in
         place cannot be followed). A local file replaced by another at the same path (a new
         inode) starts its run over: every file of the run is in both lists, read again from
-        the start.
+        the start. A reader made with ``keep=False`` lists once (later calls find nothing)
+        and keeps of its listing only the files to read, so a read of a huge tree holds
+        less.
         """
+        if not self.keep and self._listed_once:
+            return [], []
         restarted: list[tuple[str, str]] = []
         if self._local is not None and self._listed_once:
             self._local.scan()
@@ -564,6 +568,9 @@ class RunReader:
                 opened.append(path)
         self._resized([(p, sizes[p]) for p in resized])
         self._listed_once = True
+        if not self.keep:  # what a later listing compares with: there is none
+            for table in (self._spec_of, self._present, self._sizes):
+                table.clear()
         return opened, gone
 
     def _restart(self, replaced: list[str]) -> list[tuple[str, str]]:
