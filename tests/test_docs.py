@@ -358,7 +358,24 @@ def check_ci_line(block: Block) -> None:
         ["bash", "-c", grep], cwd=ROOT, capture_output=True, text=True, timeout=30, check=True
     )
     assert out.stdout.strip() == line.strip(), (block.where, out.stdout)
-    assert 'eval "$cmd"' in script and "python3 -m venv" in script
+    # it runs the line in two parts (pytest once the browser is installed): together, the line
+    split = [ln for ln in script.splitlines() if ln.startswith(("prep=${", "tests=${"))]
+    assert len(split) == 2, split
+    joined = subprocess.run(
+        [
+            "bash",
+            "-c",
+            "cmd=$1\n" + "\n".join(split) + '\nprintf "%s && %s" "$prep" "$tests"',
+            "-",
+            line.strip(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert joined.stdout == line.strip(), joined.stdout
+    assert 'eval "$prep"' in script and 'eval "$tests"' in script and "python3 -m venv" in script
 
 
 def run_shell(unit: list[Block], cwd: Path, env: dict[str, str]) -> None:
