@@ -169,8 +169,9 @@ class LocalTree:
     or renamed in it) or was too recent to trust at the previous scan: file systems stamp times
     at a coarse granularity, so a change made in the same tick as that scan may leave the mtime
     as it was. Files are ``stat``-ed every scan for their size (appending changes no folder)
-    and their inode: a file deleted and written again at the same path, or replaced by a rename
-    (an atomic rewrite, rsync without ``--inplace``), is a new file, listed in :attr:`replaced`.
+    and their inode: a file replaced by another at the same path (renamed over it, as atomic
+    rewrites and rsync without ``--inplace`` do) is listed in :attr:`replaced`. A file deleted
+    and written again may get the freed inode back (ext4 gives it): that is not seen here.
     """
 
     #: a folder whose mtime is this close to (or after) the previous scan's start is listed again.
