@@ -9,6 +9,7 @@ import time
 import warnings
 from collections.abc import Callable, Generator, Iterable, Iterator
 from fnmatch import fnmatchcase
+from operator import attrgetter
 from typing import Any
 
 from tallyboard.plugin.readers import Batch, Batches, FileReader, ReaderSpec
@@ -109,26 +110,25 @@ def local_files(root: str) -> list[tuple[str, bool, int]]:
 
 
 def _stat_files(paths: list[str]) -> tuple[Any, Any]:
-    """Sizes (int64, -1 where ``stat`` fails) and inodes (uint64, 0 there) of every path."""
+    """Sizes (int64, -1 where ``stat`` fails) and inodes (uint64, 0 there) of every path, in
+    one tight pass while none fails."""
     import numpy as np
 
-    st = os.stat
+    st, size_and_inode = os.stat, attrgetter("st_size", "st_ino")
+    flat: list[int] = []
+    add = flat.extend
     try:
-        stats = [st(p) for p in paths]
-        sizes = [s.st_size for s in stats]
-        inos = [s.st_ino for s in stats]
+        for p in paths:
+            add(size_and_inode(st(p)))
     except OSError:
-        sizes, inos = [], []
+        flat = []
         for p in paths:
             try:
-                got = st(p)
+                flat.extend(size_and_inode(st(p)))
             except OSError:
-                sizes.append(-1)
-                inos.append(0)
-            else:
-                sizes.append(got.st_size)
-                inos.append(got.st_ino)
-    return np.array(sizes, np.int64), np.array(inos, np.uint64)
+                flat.extend(((1 << 64) - 1, 0))  # the size reads -1 as int64
+    both = np.array(flat, np.uint64)
+    return both[0::2].view(np.int64), both[1::2]
 
 
 def _mtimes(paths: list[str]) -> Any:
