@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +117,70 @@ def chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+@contextlib.contextmanager
+def open_page() -> Iterator[Any]:
+    """A Chromium page 1400 px wide whose ``problems`` list collects uncaught page errors and
+    failed ``/data/`` requests (what :func:`run_check` requires to stay empty)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    with chromium() as browser:
+        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pg.set_default_timeout(TIMEOUT_MS)
+        problems: list[str] = []
+        pg.on("pageerror", lambda e: problems.append(f"uncaught page error: {e}"))
+        pg.on(
+            "response",
+            lambda r: (
+                r.status >= 400
+                and "/data/" in r.url
+                and problems.append(f"HTTP {r.status} {r.url}")
+            ),
+        )
+        pg.problems = problems
+        yield pg
+        pg.close()
+
+
+def goto(page: Any, base: str, hash_: str) -> None:
+    """Switch dashboard by the URL hash only: the app stays loaded (same query every time).
+
+    ``forceSVG=true`` makes Time Series draw plain SVG instead of a worker's WebGL canvas, so its
+    lines can be checked in the DOM.
+    """
+    page.goto(f"{base}/?forceSVG=true#{hash_}", wait_until="commit")
+
+
+def matching(dash: Any) -> Any:
+    """The "Tags matching" category a ``tagFilter`` opens (other categories stay below it)."""
+    return dash.locator("tf-category-paginated-view").first
+
+
+def run_check(
+    page: Any,
+    name: str,
+    tmp_path: Path,
+    body: Callable[[], None],
+    height: int = 1000,
+    shot_prefix: str = "",
+) -> None:
+    """Run one dashboard's check on a page ``height`` px tall; on failure save a screenshot and
+    name it in the message."""
+    page.set_viewport_size({"width": 1400, "height": height})
+    page.problems.clear()
+    try:
+        body()
+        assert_no_error_text(page, name)
+        check(not page.problems, f"{name}: {page.problems}")
+    except Exception as e:
+        shot = shots_dir(tmp_path) / f"{shot_prefix}{name}.png"
+        try:
+            page.screenshot(path=str(shot), full_page=True)
+        except Exception as shot_error:  # the assertion matters more than the picture
+            shot = Path(f"(screenshot failed: {shot_error})")
+        raise DashboardError(f"{name}: {e}\nscreenshot: {shot}") from e
 
 
 def wait_plugins_enabled(tb: Any, plugins: list[str], timeout: float = 90.0) -> None:

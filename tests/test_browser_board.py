@@ -17,10 +17,12 @@ screenshot under ``$TALLYBOARD_BROWSER_SHOTS`` (or pytest's tmp dir) and names i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import browser_support
 import pytest
 from board_support import (
     board,
@@ -32,17 +34,18 @@ from board_support import (
 )
 from browser_support import (
     TIMEOUT_MS,
-    DashboardError,
-    assert_no_error_text,
     check,
-    chromium,
+    goto,
+    matching,
+    open_page,
     path_points,
-    shots_dir,
     wait_colours,
     wait_plugins_enabled,
     wait_rendered,
 )
 from tb_server import tensorboard_server
+
+run_check = partial(browser_support.run_check, shot_prefix="board-")
 
 BUCKET = "browser-board"  # moto keeps buckets per process: a name no other test uses
 LIVE = "live/run"
@@ -148,49 +151,8 @@ def reference(
 
 @pytest.fixture(scope="module")
 def page() -> Iterator[Any]:
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=TIMEOUT_MS)
-    with chromium() as browser:
-        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-        pg.set_default_timeout(TIMEOUT_MS)
-        problems: list[str] = []
-        pg.on("pageerror", lambda e: problems.append(f"uncaught page error: {e}"))
-        pg.on(
-            "response",
-            lambda r: (
-                r.status >= 400
-                and "/data/" in r.url
-                and problems.append(f"HTTP {r.status} {r.url}")
-            ),
-        )
-        pg.problems = problems  # type: ignore[attr-defined]
+    with open_page() as pg:
         yield pg
-        pg.close()
-
-
-def goto(page: Any, b: Any, hash_: str) -> None:
-    page.goto(f"{b.tb.base}/?forceSVG=true#{hash_}", wait_until="commit")
-
-
-def run_check(page: Any, name: str, tmp_path: Path, body: Callable[[], None]) -> None:
-    """One dashboard's check; on failure a screenshot, named in the message."""
-    page.problems.clear()
-    try:
-        body()
-        assert_no_error_text(page, name)
-        check(not page.problems, f"{name}: {page.problems}")
-    except Exception as e:
-        shot = shots_dir(tmp_path) / f"board-{name}.png"
-        try:
-            page.screenshot(path=str(shot), full_page=True)
-        except Exception as shot_error:  # the assertion matters more than the picture
-            shot = Path(f"(screenshot failed: {shot_error})")
-        raise DashboardError(f"{name}: {e}\nscreenshot: {shot}") from e
-
-
-def _matching(dash: Any) -> Any:
-    return dash.locator("tf-category-paginated-view").first
 
 
 def _filter(tags: list[str]) -> str:
@@ -246,9 +208,9 @@ def _check_scalars(page: Any, b: Any, reference: dict[str, int]) -> None:
 def _check_images(page: Any, b: Any, tags: dict[str, str]) -> None:
     from playwright.sync_api import expect
 
-    goto(page, b, "images&tagFilter=" + _filter(list(tags)))
+    goto(page, b.tb.base, "images&tagFilter=" + _filter(list(tags)))
     dash = page.locator("tf-image-dashboard")
-    imgs = _matching(dash).locator("tf-image-loader img")
+    imgs = matching(dash).locator("tf-image-loader img")
     expect(imgs).to_have_count(len(tags))
     page.wait_for_function(
         "els => els.every(i => i.complete && i.naturalWidth > 0)", arg=imgs.element_handles()
@@ -260,9 +222,9 @@ def _check_images(page: Any, b: Any, tags: dict[str, str]) -> None:
 def _check_histograms(page: Any, b: Any, tags: dict[str, str]) -> None:
     from playwright.sync_api import expect
 
-    goto(page, b, "histograms&tagFilter=" + _filter(list(tags)))
+    goto(page, b.tb.base, "histograms&tagFilter=" + _filter(list(tags)))
     dash = page.locator("tf-histogram-dashboard")
-    charts = _matching(dash).locator("vz-histogram-timeseries")
+    charts = matching(dash).locator("vz-histogram-timeseries")
     expect(charts).to_have_count(len(tags))
     steps = {"weights": 3, "jsonl_weights": 2, "ms_weights": 3}
     for i in range(len(tags)):
@@ -276,7 +238,7 @@ def _check_histograms(page: Any, b: Any, tags: dict[str, str]) -> None:
 def _check_audio(page: Any, b: Any, durations: list[float]) -> None:
     from playwright.sync_api import expect
 
-    goto(page, b, "audio")
+    goto(page, b.tb.base, "audio")
     dash = page.locator("tf-audio-dashboard")
     audios = dash.locator("tf-audio-loader audio")
     expect(audios).to_have_count(len(durations))
@@ -288,7 +250,7 @@ def _check_audio(page: Any, b: Any, durations: list[float]) -> None:
 def _check_text(page: Any, b: Any) -> None:
     from playwright.sync_api import expect
 
-    goto(page, b, "text")
+    goto(page, b.tb.base, "text")
     dash = page.locator("tf-text-dashboard")
     expect(dash.locator("tf-text-loader strong", has_text="board").first).to_be_visible()
     expect(dash.locator("tf-text-loader em", has_text="jsonl").first).to_be_visible()
@@ -305,7 +267,7 @@ def test_scalars_of_every_format_as_over_event_files(
 
 def test_timeseries_cards(page: Any, local: Any, tmp_path: Path) -> None:
     def body() -> None:
-        goto(page, local, "timeseries")
+        goto(page, local.tb.base, "timeseries")
         dash = page.locator("metrics-dashboard")
         dash.locator("metrics-card-group-toolbar").first.wait_for()
         for tag, what in [
@@ -326,7 +288,7 @@ def test_timeseries_cards(page: Any, local: Any, tmp_path: Path) -> None:
 
 def test_custom_scalars(page: Any, local: Any, tmp_path: Path) -> None:
     def body() -> None:
-        goto(page, local, "custom_scalars")
+        goto(page, local.tb.base, "custom_scalars")
         dash = page.locator("tf-custom-scalar-dashboard")
         card = dash.locator("tf-custom-scalar-multi-line-chart-card").filter(
             has_text="loss and acc"
@@ -351,9 +313,9 @@ def test_histograms_of_every_format(page: Any, local: Any, tmp_path: Path) -> No
 
 def test_distributions_of_every_format(page: Any, local: Any, tmp_path: Path) -> None:
     def body() -> None:
-        goto(page, local, "distributions&tagFilter=" + _filter(list(HISTOGRAMS)))
+        goto(page, local.tb.base, "distributions&tagFilter=" + _filter(list(HISTOGRAMS)))
         dash = page.locator("tf-distribution-dashboard")
-        charts = _matching(dash).locator("vz-distribution-chart")
+        charts = matching(dash).locator("vz-distribution-chart")
         wait_rendered(charts.locator("path.area[d*='L']"), dash, "distributions")
         check(charts.count() == len(HISTOGRAMS), f"distributions: {charts.count()} charts")
 
@@ -366,7 +328,7 @@ def test_text_of_every_format(page: Any, local: Any, tmp_path: Path) -> None:
 
 def test_pr_curves(page: Any, local: Any, tmp_path: Path) -> None:
     def body() -> None:
-        goto(page, local, "pr_curves")
+        goto(page, local.tb.base, "pr_curves")
         dash = page.locator("tf-pr-curve-dashboard")
         lines = dash.locator("tf-pr-curve-card").first.locator(
             "vz-line-chart2 svg path.line[d*='L']"
@@ -378,7 +340,7 @@ def test_pr_curves(page: Any, local: Any, tmp_path: Path) -> None:
 
 def test_hparams(page: Any, local: Any, tmp_path: Path) -> None:
     def body() -> None:
-        goto(page, local, "hparams")
+        goto(page, local.tb.base, "hparams")
         dash = page.locator("tf-hparams-dashboard")
         grid = dash.locator("tf-hparams-table-view vaadin-grid")
         wait_rendered(
@@ -397,7 +359,7 @@ def test_hparams(page: Any, local: Any, tmp_path: Path) -> None:
 
 def test_graphs(page: Any, local: Any, tmp_path: Path) -> None:
     def body() -> None:
-        goto(page, local, "graphs")
+        goto(page, local.tb.base, "graphs")
         dash = page.locator("tf-graph-dashboard")
         wait_rendered(dash.locator('tf-graph-scene g.node[data-name="Sequential"]'), dash, "graphs")
 
@@ -408,7 +370,7 @@ def test_values_appended_while_open_appear(
     page: Any, local: Any, logs: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
     def body() -> None:
-        goto(page, local, "scalars&_smoothingWeight=0&tagFilter=^live_loss$")
+        goto(page, local.tb.base, "scalars&_smoothingWeight=0&tagFilter=^live_loss$")
         dash = page.locator("tf-scalar-dashboard")
         before = _scalar_vertices(page, dash, "live_loss")
         check(before == 5, f"live: {before} points drawn of 5")
@@ -455,7 +417,7 @@ def test_projector_reads_the_local_files(page: Any, local: Any, tmp_path: Path) 
     from playwright.sync_api import expect
 
     def body() -> None:
-        goto(page, local, "projector")
+        goto(page, local.tb.base, "projector")
         proj = page.frame_locator("iframe").frame_locator("iframe")
         expect(
             proj.locator("vz-projector-data-panel").get_by_text("1 tensor found")
@@ -467,7 +429,7 @@ def test_projector_reads_the_local_files(page: Any, local: Any, tmp_path: Path) 
 
 def test_mesh(page: Any, local: Any, tmp_path: Path) -> None:
     def body() -> None:
-        goto(page, local, "mesh")
+        goto(page, local.tb.base, "mesh")
         dash = page.locator("mesh-dashboard")
         canvas = dash.locator("tf-mesh-loader canvas[data-engine^='three.js']")
         wait_rendered(canvas, dash, "mesh")

@@ -17,20 +17,21 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from browser_support import (
-    TIMEOUT_MS,
     DashboardError,
     assert_no_error_text,
     check,
-    chromium,
+    goto,
+    matching,
+    open_page,
     path_points,
-    shots_dir,
+    run_check,
     wait_colours,
     wait_plugins_enabled,
     wait_rendered,
@@ -357,39 +358,8 @@ def tb_integrations(logdirs: tuple[Path, Path]) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def page(logdirs: tuple[Path, Path]) -> Iterator[Any]:
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=TIMEOUT_MS)
-    with chromium() as browser:
-        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-        pg.set_default_timeout(TIMEOUT_MS)
-        problems: list[str] = []
-        pg.on("pageerror", lambda e: problems.append(f"uncaught page error: {e}"))
-        pg.on(
-            "response",
-            lambda r: (
-                r.status >= 400
-                and "/data/" in r.url
-                and problems.append(f"HTTP {r.status} {r.url}")
-            ),
-        )
-        pg.problems = problems  # type: ignore[attr-defined]
+    with open_page() as pg:
         yield pg
-        pg.close()
-
-
-def goto(page: Any, tb: Any, hash_: str) -> None:
-    """Switch dashboard by the URL hash only: the app stays loaded (same query every time).
-
-    ``forceSVG=true`` makes Time Series draw plain SVG instead of a worker's WebGL canvas, so its
-    lines can be checked in the DOM.
-    """
-    page.goto(f"{tb.base}/?forceSVG=true#{hash_}", wait_until="commit")
-
-
-def _matching(dash: Any) -> Any:
-    """The "Tags matching" category a ``tagFilter`` opens (other categories stay below it)."""
-    return dash.locator("tf-category-paginated-view").first
 
 
 def expect_runs(scope: Any, runs: list[str]) -> None:
@@ -397,25 +367,6 @@ def expect_runs(scope: Any, runs: list[str]) -> None:
 
     for r in runs:
         expect(scope.locator("tf-runs-selector").get_by_text(r, exact=True).first).to_be_visible()
-
-
-def run_check(
-    page: Any, name: str, tmp_path: Path, body: Callable[[], None], height: int = 1000
-) -> None:
-    """Run one dashboard's check; on failure save a screenshot and name it in the message."""
-    page.set_viewport_size({"width": 1400, "height": height})
-    page.problems.clear()
-    try:
-        body()
-        assert_no_error_text(page, name)
-        check(not page.problems, f"{name}: {page.problems}")
-    except Exception as e:
-        shot = shots_dir(tmp_path) / f"{name}.png"
-        try:
-            page.screenshot(path=str(shot), full_page=True)
-        except Exception as shot_error:  # the assertion matters more than the picture
-            shot = Path(f"(screenshot failed: {shot_error})")
-        raise DashboardError(f"{name}: {e}\nscreenshot: {shot}") from e
 
 
 def _visible_vertices(card: Any) -> list[tuple[int, int]]:
@@ -446,7 +397,7 @@ def _timeseries_card(page: Any, tag: str) -> Any:
 
 def test_timeseries(page: Any, tb: Any, tmp_path: Path) -> None:
     def body() -> None:
-        goto(page, tb, "timeseries")
+        goto(page, tb.base, "timeseries")
         dash = page.locator("metrics-dashboard")
         dash.locator("metrics-card-group-toolbar").first.wait_for()
         for tag, runs, points in [
@@ -477,7 +428,7 @@ def test_timeseries_demo_step_time_is_visible(page: Any, tb: Any, tmp_path: Path
     """
 
     def body() -> None:
-        goto(page, tb, "timeseries")
+        goto(page, tb.base, "timeseries")
         for tag in ["step_time_ms.max", "step_time_ms.mean"]:
             lines = _visible_vertices(_timeseries_card(page, tag))  # the line, its smoothed twin
             check(all(n >= 10 for n, _ in lines), f"timeseries {tag}: points per line {lines}")
@@ -494,7 +445,7 @@ def test_scalars(page: Any, tb: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
     def body() -> None:
-        goto(page, tb, "scalars&tagFilter=" + "|".join(f"^{t}$" for t in SCALAR_TAGS))
+        goto(page, tb.base, "scalars&tagFilter=" + "|".join(f"^{t}$" for t in SCALAR_TAGS))
         dash = page.locator("tf-scalar-dashboard")
         lines = dash.locator("tf-scalar-card vz-line-chart2 svg path.line[d*='L']")
         wait_rendered(lines, dash, "scalars")
@@ -508,7 +459,7 @@ def test_scalars(page: Any, tb: Any, tmp_path: Path) -> None:
 
 def test_custom_scalars(page: Any, tb: Any, tmp_path: Path) -> None:
     def body() -> None:
-        goto(page, tb, "custom_scalars")
+        goto(page, tb.base, "custom_scalars")
         dash = page.locator("tf-custom-scalar-dashboard")
         card = dash.locator("tf-custom-scalar-multi-line-chart-card").filter(
             has_text="Loss both runs"
@@ -524,9 +475,9 @@ def test_images(page: Any, tb: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
     def body() -> None:
-        goto(page, tb, "images&tagFilter=samples/image")
+        goto(page, tb.base, "images&tagFilter=samples/image")
         dash = page.locator("tf-image-dashboard")
-        imgs = _matching(dash).locator("tf-image-loader img")
+        imgs = matching(dash).locator("tf-image-loader img")
         expect(imgs).to_have_count(len(KIND_RUNS))
         page.wait_for_function(
             "els => els.every(i => i.complete && i.naturalWidth > 0)", arg=imgs.element_handles()
@@ -542,7 +493,7 @@ def test_audio(page: Any, tb: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
     def body() -> None:
-        goto(page, tb, "audio")
+        goto(page, tb.base, "audio")
         dash = page.locator("tf-audio-dashboard")
         audios = dash.locator("tf-audio-loader audio")
         expect(audios).to_have_count(len(KIND_RUNS))
@@ -557,7 +508,7 @@ def test_audio(page: Any, tb: Any, tmp_path: Path) -> None:
 
 def _graph_of(page: Any, tb: Any, run: str, node: str) -> list[str]:
     """Open GRAPHS, pick ``run`` in its Run menu as a user does, wait for ``node`` drawn."""
-    goto(page, tb, "graphs")
+    goto(page, tb.base, "graphs")
     dash = page.locator("tf-graph-dashboard")
     controls = dash.locator("tf-graph-controls")
     controls.locator("paper-dropdown-menu").first.wait_for()
@@ -589,9 +540,9 @@ def test_graphs_kinds(page: Any, tb: Any, tmp_path: Path) -> None:
 
 def test_distributions(page: Any, tb: Any, tmp_path: Path) -> None:
     def body() -> None:
-        goto(page, tb, "distributions&tagFilter=weights/w")
+        goto(page, tb.base, "distributions&tagFilter=weights/w")
         dash = page.locator("tf-distribution-dashboard")
-        charts = _matching(dash).locator("vz-distribution-chart")
+        charts = matching(dash).locator("vz-distribution-chart")
         wait_rendered(charts.locator("path.area[d*='L']"), dash, "distributions")
         check(charts.count() == len(KIND_RUNS), f"distributions: {charts.count()} charts")
         expect_runs(dash, KIND_RUNS)
@@ -603,9 +554,9 @@ def test_histograms(page: Any, tb: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
     def body() -> None:
-        goto(page, tb, "histograms&tagFilter=weights/w")
+        goto(page, tb.base, "histograms&tagFilter=weights/w")
         dash = page.locator("tf-histogram-dashboard")
-        charts = _matching(dash).locator("vz-histogram-timeseries")
+        charts = matching(dash).locator("vz-histogram-timeseries")
         expect(charts).to_have_count(len(KIND_RUNS))
         for i in range(len(KIND_RUNS)):  # one outline per step
             expect(charts.nth(i).locator("g.histogram path.outline")).to_have_count(5)
@@ -617,13 +568,13 @@ def test_text(page: Any, tb: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
     def body() -> None:
-        goto(page, tb, "text&tagFilter=notes")
+        goto(page, tb.base, "text&tagFilter=notes")
         dash = page.locator("tf-text-dashboard")
-        strong = _matching(dash).locator("tf-text-loader strong", has_text="tallyboard")
+        strong = matching(dash).locator("tf-text-loader strong", has_text="tallyboard")
         expect(strong).to_have_count(len(KIND_RUNS))
         for r in KIND_RUNS:
             expect(
-                _matching(dash).locator("tf-text-loader").get_by_text(f"from {r}").first
+                matching(dash).locator("tf-text-loader").get_by_text(f"from {r}").first
             ).to_be_visible()
 
     run_check(page, "text", tmp_path, body)
@@ -633,7 +584,7 @@ def test_pr_curves(page: Any, tb: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
     def body() -> None:
-        goto(page, tb, "pr_curves")
+        goto(page, tb.base, "pr_curves")
         dash = page.locator("tf-pr-curve-dashboard")
         card = dash.locator("tf-pr-curve-card").first
         lines = card.locator("vz-line-chart2 svg path.line[d*='L']")
@@ -646,7 +597,7 @@ def test_pr_curves(page: Any, tb: Any, tmp_path: Path) -> None:
 
 def _hparams_row(page: Any, tb: Any, trial: str) -> list[str]:
     """The text of the HPARAMS table row of ``trial`` (vaadin-grid cells in column order)."""
-    goto(page, tb, "hparams")
+    goto(page, tb.base, "hparams")
     dash = page.locator("tf-hparams-dashboard")
     grid = dash.locator("tf-hparams-table-view vaadin-grid")
     cell = grid.locator("vaadin-grid-cell-content").filter(has_text=trial)
@@ -679,7 +630,7 @@ def test_projector(page: Any, tb: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
     def body() -> None:
-        goto(page, tb, "projector")
+        goto(page, tb.base, "projector")
         proj = page.frame_locator("iframe").frame_locator("iframe")
         expect(
             proj.locator("vz-projector-data-panel").get_by_text("1 tensor found")
@@ -696,7 +647,7 @@ def test_projector(page: Any, tb: Any, tmp_path: Path) -> None:
 def test_mesh(page: Any, tb: Any, tmp_path: Path) -> None:
     # Last: three.js keeps animating mesh canvases after their tab is left.
     def body() -> None:
-        goto(page, tb, "mesh")
+        goto(page, tb.base, "mesh")
         dash = page.locator("mesh-dashboard")
         canvas = dash.locator("tf-mesh-loader canvas[data-engine^='three.js']")
         wait_rendered(canvas, dash, "mesh")
@@ -707,7 +658,7 @@ def test_mesh(page: Any, tb: Any, tmp_path: Path) -> None:
 
 def test_error_text_check_fails_on_visible_error_only(page: Any, tb: Any, tmp_path: Path) -> None:
     """The check every test ends with finds error text inside a shadow root, ignores it hidden."""
-    goto(page, tb, "graphs")
+    goto(page, tb.base, "graphs")
     page.locator("tf-graph-dashboard").wait_for()
     page.evaluate(
         """hidden => {
@@ -738,7 +689,7 @@ def test_scalars_integrations(page: Any, tb_integrations: Any, tmp_path: Path) -
     tags = ["ms_loss", "train_loss", "train/loss", "epoch_loss"]
 
     def body() -> None:
-        goto(page, tb_integrations, "scalars&tagFilter=" + "|".join(f"^{t}$" for t in tags))
+        goto(page, tb_integrations.base, "scalars&tagFilter=" + "|".join(f"^{t}$" for t in tags))
         dash = page.locator("tf-scalar-dashboard")
         wait_rendered(dash.locator("tf-scalar-card vz-line-chart2 svg path.line"), dash, "scalars")
         for tag in tags:
@@ -763,16 +714,16 @@ def test_mindspore_model_train_loss_images_and_histograms(
     run = "mindspore_train"
 
     def body() -> None:
-        goto(page, tb_integrations, "scalars&tagFilter=^loss/auto$")
+        goto(page, tb_integrations.base, "scalars&tagFilter=^loss/auto$")
         dash = page.locator("tf-scalar-dashboard")
         card = dash.locator("tf-scalar-card").filter(has=page.get_by_text("loss/auto", exact=True))
         line = card.locator("vz-line-chart2 svg path.line[d*='L']")
         wait_rendered(line.first, dash, "mindspore loss")
         expect_runs(dash, [run])
 
-        goto(page, tb_integrations, "images&tagFilter=^input_data/auto$")
+        goto(page, tb_integrations.base, "images&tagFilter=^input_data/auto$")
         dash = page.locator("tf-image-dashboard")
-        imgs = _matching(dash).locator("tf-image-loader img")
+        imgs = matching(dash).locator("tf-image-loader img")
         expect(imgs).to_have_count(1)
         page.wait_for_function(
             "els => els.every(i => i.complete && i.naturalWidth > 0)", arg=imgs.element_handles()
@@ -781,12 +732,16 @@ def test_mindspore_model_train_loss_images_and_histograms(
         check(sizes == ["32x8"], f"mindspore images: sizes {sizes}")
 
         outlines = {"conv.weight/auto": 15, "fc.bias/auto": 15, "logits": 12}
-        goto(page, tb_integrations, "histograms&tagFilter=" + "|".join(f"^{t}$" for t in outlines))
+        goto(
+            page,
+            tb_integrations.base,
+            "histograms&tagFilter=" + "|".join(f"^{t}$" for t in outlines),
+        )
         dash = page.locator("tf-histogram-dashboard")
-        charts = _matching(dash).locator("vz-histogram-timeseries")
+        charts = matching(dash).locator("vz-histogram-timeseries")
         expect(charts).to_have_count(len(outlines))
         for tag, count in outlines.items():
-            chart = _matching(dash).locator("tf-histogram-loader").filter(has_text=tag).first
+            chart = matching(dash).locator("tf-histogram-loader").filter(has_text=tag).first
             expect(chart.locator("g.histogram path.outline")).to_have_count(count)
 
     run_check(page, "mindspore_model_train", tmp_path, body)
