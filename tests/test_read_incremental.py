@@ -21,10 +21,28 @@ from conftest import load_run
 from tallyboard import Reader, SummaryWriter, Update, read
 from tallyboard.reading import fetch
 from tallyboard.reading.runs import LocalTree, RunReader
+from tallyboard.reading.watch import Watch
 from tallyboard.records.framing import frame
 from tallyboard.warn import ReadWarning
 
 pytest_plugins = ["tallyboard.testing"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The tests of local trees run twice: followed by the kernel's change events where they
+    can be (Linux), and scanned by ``stat`` alone, as on other systems and network file
+    systems. Those of stores (named so) run once."""
+    name = metafunc.definition.name
+    if "store" not in name and "s3" not in name:
+        metafunc.parametrize("tree_mode", ["events", "stat"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def tree_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    mode = str(getattr(request, "param", "events"))
+    if mode == "stat":
+        monkeypatch.setattr(Watch, "open", classmethod(lambda cls, root: None))
+    return mode
 
 
 def _event(tag: str, step: int, value: float) -> bytes:
@@ -335,7 +353,7 @@ def test_a_folder_changed_within_the_same_clock_tick_is_listed_again(tmp_path: P
     (tmp_path / "run").mkdir()
     first = tmp_path / "run" / "events.out.tfevents.1.host"
     first.write_bytes(b"x")
-    tree = LocalTree(str(tmp_path))
+    tree = LocalTree(str(tmp_path), events=False)
     assert list(tree.scan()) == [str(first)]
     mtime = os.stat(tmp_path / "run").st_mtime_ns
     second = tmp_path / "run" / "events.out.tfevents.2.host"
@@ -346,7 +364,7 @@ def test_a_folder_changed_within_the_same_clock_tick_is_listed_again(tmp_path: P
     old = mtime - 10 * tree.racy_ns
     os.utime(tmp_path / "run", ns=(old, old))
     os.utime(tmp_path, ns=(old, old))
-    tree = LocalTree(str(tmp_path))
+    tree = LocalTree(str(tmp_path), events=False)
     tree.scan()
     listed: list[str] = []
     real_scandir = os.scandir

@@ -15,6 +15,7 @@ from typing import Any
 from tallyboard.plugin.readers import Batch, Batches, FileReader, ReaderSpec
 from tallyboard.reading.fetch import LocalFiles, Prefetched, fetch_ahead, is_local
 from tallyboard.reading.pool import plan, pool_size, read_tasks
+from tallyboard.reading.watch import Changes, Watch
 from tallyboard.warn import ReadWarning
 
 
@@ -170,15 +171,28 @@ class LocalTree:
     at a coarse granularity, so a change made in the same tick as that scan may leave the mtime
     as it was. Files are ``stat``-ed every scan for their size (appending changes no folder)
     and their inode: a file replaced by another at the same path (renamed over it, as atomic
-    rewrites and rsync without ``--inplace`` do) is listed in :attr:`replaced`. A file deleted
-    and written again may get the freed inode back (ext4 gives it): that is not seen here.
+    rewrites and rsync without ``--inplace`` do) is listed in :attr:`replaced`.
+
+    On Linux, where every folder is on a local file system, the kernel's change events
+    (:mod:`tallyboard.reading.watch`) say what changed instead: a scan then lists the folders
+    whose entries changed and stats the files written to, nothing else, and a file deleted and
+    written again is seen as replaced even when it got the freed inode back. Every
+    :attr:`full_every` seconds, and whenever the kernel dropped events, a scan stats everything
+    as above (a file written through a hard link from outside the tree raises no event here).
+    Without events, a file deleted and written again with its old inode is not seen replaced.
     """
 
     #: a folder whose mtime is this close to (or after) the previous scan's start is listed again.
     racy_ns = 2_000_000_000
+    #: with events, a scan stats every folder and file at least this often (seconds).
+    full_every = 60.0
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, events: bool = True) -> None:
         self.root = root
+        #: the kernel's change events for this tree, while every folder can be watched.
+        self.watch: Watch | None = Watch.open(root) if events else None
+        self._full_at = 0.0  # time.monotonic() of the last scan that stat-ed everything
+        self._linked: set[str] = set()  # files that are links: their targets raise no event here
         self._dirs: dict[str, _Dir] = {}
         self._started = 0  # time.time_ns() when the previous scan began (0: none yet)
         #: every file found, and, flat, the folders and regular files stat-ed at each scan.
@@ -189,6 +203,7 @@ class LocalTree:
         self._sizes: Any = None
         self._inos: Any = None  # of the files of _file_list, from _ino_of
         self._ino_of: dict[str, int] = {}  # regular file -> its inode when last stat-ed
+        self._first_seen: set[str] = set()  # files the previous scan found first
         #: after a scan: whether files appeared or vanished, and (when not) those that resized.
         self.changed = True
         self.resized: list[str] = []
@@ -205,12 +220,34 @@ class LocalTree:
         started = time.time_ns()
         self.resized = []
         self.replaced = set()
+        fresh, self._first_seen = self._first_seen, set()
         if not self._dirs:
+            self._full_at = time.monotonic()
             self._walk(self.root, os.stat(self.root), None)
             self._rebuild()
             self._started = started
             return self._all
         self.changed = False
+        was_known: list[str] = []
+        if self.watch is not None:
+            changes = self.watch.changes()
+            # a file made again at a known path: another file even with the same inode; but a
+            # file the previous scan found first may have been made after its folder's watch
+            # began and before the folder was listed: then the same inode is the same file
+            was_known = [p for p in changes.created if p in self._ino_of and p not in fresh]
+            if not changes.lost and time.monotonic() - self._full_at < self.full_every:
+                self._apply(changes, was_known)
+                self._started = started
+                return self._all
+            self._full_at = time.monotonic()
+            if changes.lost:
+                was_known = []
+            else:  # the folders events name are listed again, whatever their mtime
+                self._renew(changes.created)
+                at = self._dir_index
+                for path in changes.folders:
+                    if path in at:
+                        self._mtimes[at[path]] = -2
         trust_before = self._started - self.racy_ns
         mtimes = _mtimes(self._dir_list)
         suspect = np.flatnonzero((mtimes != self._mtimes) | (self._mtimes >= trust_before))
@@ -250,8 +287,87 @@ class LocalTree:
             d.files[path] = (True, int(sizes[i]))
             self.resized.append(path)
         self._sizes, self._inos = sizes, inos
+        self.replaced.update(p for p in was_known if self._all_has(p))
         self._started = started
         return self._all
+
+    def _apply(self, changes: Changes, was_known: list[str]) -> None:
+        """Scan what the kernel's events name: list again the folders whose entries changed,
+        stat the files written to (and links, whose targets raise no event here).
+        ``was_known``: files known before that were made again."""
+        known = self._ino_of
+        self._renew(changes.created)
+        for path in sorted(changes.folders):
+            d = self._dirs.get(path)
+            if d is None:  # dropped with a folder above it, or new and walked already
+                continue
+            mtime = _mtimes([path])[0]
+            if mtime < 0:
+                self._drop(path)
+                self.changed = True
+                continue
+            before = (set(d.files), set(d.subdirs))
+            self._relist(path, d, int(mtime))
+            if (set(d.files), set(d.subdirs)) != before:
+                self.changed = True
+        # deleted and made again, or another file moved over it
+        self.replaced.update(p for p in was_known if self._all_has(p))
+        relisted = changes.folders
+        written = [
+            p
+            for p in changes.files | self._linked
+            if p.rsplit(os.sep, 1)[0] not in relisted and p in known
+        ]
+        sizes, inos = _stat_files(written)
+        new_size: dict[str, int] = {}
+        for path, size, ino in zip(written, sizes.tolist(), inos.tolist()):
+            if size < 0:
+                continue  # vanished: its folder's event comes
+            if ino != known[path]:
+                self.replaced.add(path)
+                known[path] = ino
+            d = self._dirs.get(path.rsplit(os.sep, 1)[0])
+            if d is not None and path in d.files and d.files[path][1] != size:
+                d.files[path] = (True, size)
+                new_size[path] = size
+        if self.changed:
+            self._rebuild()
+            return
+        for path in relisted:  # the same entries, listed again: their sizes are fresh
+            d = self._dirs.get(path)
+            if d is not None:
+                for p, (regular, size) in d.files.items():
+                    if regular and self._all.get(p, (True, size))[1] != size:
+                        new_size[p] = size
+        for path in relisted:
+            if path in self._dirs:
+                self._mtimes[self._dir_index[path]] = self._dirs[path].mtime
+        at = self._index
+        for path, size in new_size.items():
+            i = at[path]
+            self._sizes[i] = size
+            self._inos[i] = known[path]
+            self._all[path] = (True, size)
+            self.resized.append(path)
+
+    def _renew(self, created: set[str]) -> None:
+        """Forget the known folders among ``created`` (deleted and made again, another folder
+        moved over, a link pointed elsewhere): their parents' listings walk them anew."""
+        for path in created:
+            if path in self._dirs and path != self.root:
+                self._drop(path)
+                self.changed = True
+
+    def _all_has(self, path: str) -> bool:
+        """Whether ``path`` is a regular file of the tree now."""
+        d = self._dirs.get(path.rsplit(os.sep, 1)[0])
+        return d is not None and d.files.get(path, (False, 0))[0]
+
+    def close(self) -> None:
+        """Stop watching the tree's folders."""
+        if self.watch is not None:
+            self.watch.close()
+            self.watch = None
 
     def _rebuild(self) -> None:
         """The flat lists and the union of every folder's files, after folders changed."""
@@ -267,21 +383,24 @@ class LocalTree:
         self._sizes = np.array([self._all[p][1] for p in self._file_list], np.int64)
         self._ino_of = {p: self._ino_of[p] for p in self._file_list}
         self._inos = np.array([self._ino_of[p] for p in self._file_list], np.uint64)
+        self._index = {p: i for i, p in enumerate(self._file_list)}
+        self._dir_index = {p: i for i, p in enumerate(self._dir_list)}
 
     @staticmethod
-    def _entries(top: str) -> list[tuple[str, os.stat_result | None]]:
-        """``(path, stat or None)`` of the entries of ``top`` (None: a dangling link)."""
+    def _entries(top: str) -> list[tuple[str, os.stat_result | None, bool]]:
+        """``(path, stat or None, is a link)`` of the entries of ``top`` (None: a dangling
+        link)."""
         try:
             with os.scandir(top) as it:
                 entries = list(it)
         except OSError:
             return []
-        out: list[tuple[str, os.stat_result | None]] = []
+        out: list[tuple[str, os.stat_result | None, bool]] = []
         for entry in entries:
             try:
-                out.append((entry.path, entry.stat()))
+                out.append((entry.path, entry.stat(), entry.is_symlink()))
             except OSError:
-                out.append((entry.path, None))
+                out.append((entry.path, None, True))
         return out
 
     def _walk(self, top: str, st: os.stat_result, parent: str | None) -> None:
@@ -289,6 +408,8 @@ class LocalTree:
         todo = [(top, st, parent)]
         while todo:
             path, st, parent = todo.pop()
+            if self.watch is not None and not self.watch.add(path, st.st_dev):
+                self.close()  # a folder whose changes cannot all be seen: stat everything
             d = self._dirs[path] = _Dir(st.st_mtime_ns, (st.st_dev, st.st_ino), parent)
             for sub, sub_st in self._fill(path, d):
                 todo.append((sub, sub_st, path))
@@ -305,7 +426,7 @@ class LocalTree:
     def _fill(self, path: str, d: _Dir) -> list[tuple[str, Any]]:
         """Record the files of ``path`` in ``d``; returns its subfolders to enter (not loops)."""
         subs = []
-        for entry, st in self._entries(path):
+        for entry, st, link in self._entries(path):
             if st is None:
                 d.files[entry] = (False, 0)
             elif stat.S_ISDIR(st.st_mode):
@@ -314,8 +435,13 @@ class LocalTree:
             else:
                 regular = stat.S_ISREG(st.st_mode)
                 d.files[entry] = (regular, st.st_size)
+                if regular and link:
+                    self._linked.add(entry)
                 if regular:
-                    if self._ino_of.get(entry, st.st_ino) != st.st_ino:
+                    known = self._ino_of.get(entry)
+                    if known is None:
+                        self._first_seen.add(entry)
+                    elif known != st.st_ino:
                         self.replaced.add(entry)
                     self._ino_of[entry] = st.st_ino
         d.subdirs = [sub for sub, _ in subs]
@@ -325,9 +451,10 @@ class LocalTree:
         """List ``path`` again: new folders are walked, vanished ones dropped."""
         before = set(d.subdirs)
         d.mtime = mtime
+        self._linked.difference_update(d.files)
         d.files = {}
         for sub, st in self._fill(path, d):
-            if sub not in before:
+            if sub not in before or sub not in self._dirs:
                 self._walk(sub, st, path)
         for sub in before - set(d.subdirs):
             self._drop(sub)
@@ -336,9 +463,13 @@ class LocalTree:
         """Forget ``path`` and every folder below it."""
         todo = [path]
         while todo:
-            d = self._dirs.pop(todo.pop(), None)
+            path = todo.pop()
+            d = self._dirs.pop(path, None)
             if d is not None:
                 todo.extend(d.subdirs)
+                self._linked.difference_update(d.files)
+                if self.watch is not None:
+                    self.watch.remove(path)
 
 
 def _reader_for(readers: dict[str, ReaderSpec], basename: str) -> ReaderSpec | None:
@@ -672,6 +803,8 @@ class RunReader:
             self.skipped,
         ):
             table.clear()
+        if self._local is not None:
+            self._local.close()
         self._local = None
         self._listed_once = False
 
