@@ -178,17 +178,22 @@ class Batches:
         own = self.batches[i]
         if not self.shared() or not self.counts[i]:
             return own if own is not None else Batch()
-        starts = self.__dict__.get("_starts")
-        if starts is None:
-            starts = self.__dict__["_starts"] = np.concatenate([[0], np.cumsum(self.counts)])
+        starts, present, local = self._per_file()
         start, stop = int(starts[i]), int(starts[i + 1])
         # the file's own tags only, as a Batch read alone names them
-        present, codes = np.unique(self.codes[start:stop], return_inverse=True)
+        codes: Any
+        if present is None:
+            tags, inverse = np.unique(self.codes[start:stop], return_inverse=True)
+            names = [self.names[k] for k in tags.tolist()]
+            codes = inverse.astype(np.int32).ravel()
+        else:
+            names = [self.names[k] for k in np.flatnonzero(present[i]).tolist()]
+            codes = local[start:stop]
         out = Batch(
             columns=[
                 (
-                    [self.names[k] for k in present.tolist()],
-                    codes.astype(np.int32).ravel(),
+                    names,
+                    codes,
                     self.step[start:stop],
                     self.wall_time[start:stop],
                     self.value[start:stop],
@@ -198,6 +203,28 @@ class Batches:
         if own is not None:
             out.extend(own)
         return out
+
+    def _per_file(self) -> tuple[Any, Any, Any]:
+        """Each file's first shared row; and, unless files x tags is large, which tags each
+        file has and every row's tag code among its file's tags (found once for all files,
+        not a sort per file)."""
+        import numpy as np
+
+        found = self.__dict__.get("_per_file_cache")
+        if found is None:
+            counts = np.asarray(self.counts, np.int64)
+            starts = np.concatenate([[0], np.cumsum(counts)])
+            files, tags = len(counts), len(self.names)
+            if files * tags > 1 << 22:
+                found = (starts, None, None)
+            else:
+                file_of = np.repeat(np.arange(files), counts)
+                present = np.zeros((files, tags), bool)
+                present[file_of, self.codes] = True
+                rank = np.cumsum(present, axis=1, dtype=np.int32) - 1
+                found = (starts, present, rank[file_of, self.codes])
+            self.__dict__["_per_file_cache"] = found
+        return found  # type: ignore[no-any-return]
 
     def split(self) -> list[Batch]:
         """Every file's :meth:`batch`, in order."""

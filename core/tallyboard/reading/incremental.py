@@ -242,9 +242,11 @@ class Reader:
     def _refresh(self) -> Update:
         """List again; the runs added and removed since the last poll."""
         files = self._files
-        before = dict(self._file_count)
         opened, gone = files.refresh()
+        if not opened and not gone:
+            return Update()
         count = self._file_count
+        before = dict(count)
         for path in opened:
             run = files.run_of_file(path)
             count[run] = count.get(run, 0) + 1
