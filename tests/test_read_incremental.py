@@ -20,7 +20,8 @@ import pytest
 from conftest import load_run
 from tallyboard import Reader, SummaryWriter, Update, read
 from tallyboard.reading import fetch
-from tallyboard.reading.runs import LocalTree, RunReader
+from tallyboard.reading.runs import RunReader
+from tallyboard.reading.tree import LocalTree
 from tallyboard.reading.watch import Watch
 from tallyboard.records.framing import frame
 from tallyboard.warn import ReadWarning

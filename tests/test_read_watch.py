@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from tallyboard import Reader
 from tallyboard.reading import watch as watch_module
-from tallyboard.reading.runs import LocalTree
+from tallyboard.reading.tree import LocalTree
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 
