@@ -213,6 +213,23 @@ def test_a_folder_on_a_file_system_others_change_is_scanned_by_stat(
     assert tree.scan() == _files(tmp_path) and tree.resized == [str(files[2])]
 
 
+def test_a_tree_larger_than_its_share_of_the_users_watches_is_scanned_by_stat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Editors and file sync draw on the same per-user limit: a tree takes at most a quarter."""
+    monkeypatch.setattr(watch_module, "_max_user_watches", lambda: 4 * 6)
+    _runs(tmp_path, 5)  # 6 folders: the root and 5 runs
+    assert _tree(tmp_path).watch is not None
+    (tmp_path / "run5").mkdir()
+    (tmp_path / "run5" / "events.out.tfevents.1.host").write_bytes(b"x")
+    tree = LocalTree(str(tmp_path))
+    found = tree.scan()
+    assert tree.watch is None and found == _files(tmp_path)
+    (tmp_path / "run6").mkdir()
+    (tmp_path / "run6" / "events.out.tfevents.1.host").write_bytes(b"y")
+    assert tree.scan() == _files(tmp_path)
+
+
 def test_a_quiet_reader_poll_stats_nothing_and_a_grown_run_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,7 +4,9 @@ scan must look at again, so that a poll of a large quiet tree stats only what ch
 Events are trusted only where the kernel sees every change: folders on a local file system
 (ext4, xfs, btrfs, tmpfs, overlay, ...). A network or FUSE file system (NFS, SMB, sshfs, 9p)
 is changed by other hosts without an event here; a tree with such a folder, a system without
-inotify, or one out of watches is scanned by ``stat`` as before.
+inotify, or one out of watches is scanned by ``stat`` as before. Watches are shared by every
+program of the user (editors and file sync use them too): a tree takes at most a quarter of
+``fs.inotify.max_user_watches``, and a larger one is scanned by ``stat``.
 """
 
 from __future__ import annotations
@@ -64,9 +66,13 @@ class Watch:
     that cannot be watched (then the caller stops using events for the tree and closes this).
     """
 
+    #: the share of the user's inotify watches one tree may take.
+    share = 0.25
+
     def __init__(self, root: str, notify: Any) -> None:
         self.root = root
         self._notify = notify
+        self._budget = int(_max_user_watches() * self.share)
         # a tree forgotten without close() lets go of its instance quietly
         self._release = weakref.finalize(self, notify.close)
         self._paths: dict[int, list[str]] = {}  # watch descriptor -> the folder paths it is
@@ -94,7 +100,7 @@ class Watch:
         local = self._local_devs.get(dev)
         if local is None:
             local = self._local_devs[dev] = _fs_type(dev) in LOCAL_FILE_SYSTEMS
-        if not local:
+        if not local or len(self._wd) >= self._budget:
             return False
         try:
             wd = self._notify.add_watch(path, _MASK)
@@ -157,6 +163,15 @@ class Watch:
         self._release()
         self._paths.clear()
         self._wd.clear()
+
+
+def _max_user_watches() -> int:
+    """The user's inotify watch limit (8192, the old kernels' default, when unreadable)."""
+    try:
+        with open("/proc/sys/fs/inotify/max_user_watches", encoding="ascii") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 8192
 
 
 def _fs_type(dev: int) -> str:
