@@ -213,6 +213,27 @@ def test_a_folder_on_a_file_system_others_change_is_scanned_by_stat(
     assert tree.scan() == _files(tmp_path) and tree.resized == [str(files[2])]
 
 
+def test_a_folder_gone_before_its_watch_began_leaves_the_tree_watched(tmp_path: Path) -> None:
+    _runs(tmp_path, 3)
+    tree = _tree(tmp_path)
+    (tmp_path / "brief").mkdir()
+
+    class Vanishing(LocalTree):
+        @staticmethod
+        def _entries(top: str) -> list[tuple[str, os.stat_result | None, bool]]:
+            found = LocalTree._entries(top)
+            if (tmp_path / "brief").exists():
+                (tmp_path / "brief").rmdir()  # listed, then gone before it is watched
+            return found
+
+    tree.__class__ = Vanishing
+    (tmp_path / "run9").mkdir()
+    tree.scan()
+    assert tree.watch is not None
+    tree.__class__ = LocalTree
+    assert tree.scan() == _files(tmp_path) and "brief" not in str(list(tree._dirs))
+
+
 def test_a_tree_larger_than_its_share_of_the_users_watches_is_scanned_by_stat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

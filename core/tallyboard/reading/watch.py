@@ -91,7 +91,7 @@ class Watch:
             return None
         try:
             return cls(root, INotify())
-        except OSError:  # EMFILE: max_user_instances reached
+        except (OSError, AttributeError):  # EMFILE: max_user_instances reached; a libc without it
             return None
 
     def add(self, path: str, dev: int) -> bool:
@@ -104,7 +104,9 @@ class Watch:
             return False
         try:
             wd = self._notify.add_watch(path, _MASK)
-        except OSError:  # ENOSPC: max_user_watches reached; EACCES; gone since listed
+        except (FileNotFoundError, NotADirectoryError):
+            return True  # gone since listed: its parent's events say so
+        except OSError:  # ENOSPC: max_user_watches reached; EACCES
             return False
         paths = self._paths.setdefault(wd, [])
         if path not in paths:
