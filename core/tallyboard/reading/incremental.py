@@ -81,11 +81,10 @@ class Reader:
     The first :meth:`poll` reads everything there is; each later one lists the tree again and
     reads only the files whose size changed, from the byte where the previous read stopped (a
     torn last record, a writer mid-record, is read again once complete). On Linux, a local tree
-    is followed by the kernel's change events, so a poll of a quiet tree costs almost nothing
-    however many runs it holds. Every CRC is checked;
-    a corrupt record warns once (:class:`~tallyboard.plugin.readers.ReadWarning`, with the file
-    and byte offset) and
-    is skipped. Runs are the directories holding readable files, named by their path relative to
+    is followed by the kernel's change events, so a poll of a quiet tree costs almost nothing.
+    Every CRC is checked; a corrupt record warns once
+    (:class:`~tallyboard.plugin.readers.ReadWarning`, with the file and byte offset) and is
+    skipped. Runs are the directories holding readable files, named by their path relative to
     ``logdir`` (``"."`` for ``logdir`` itself), as :func:`tallyboard.read` names them.
 
     Args:

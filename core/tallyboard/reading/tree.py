@@ -169,8 +169,9 @@ class LocalTree:
     def scan(self) -> dict[str, tuple[bool, int]]:
         """``{path: (regular, size)}`` of every file now under the root (see :func:`local_files`).
 
-        The folders and files known are stat-ed in two tight passes; :attr:`changed` and
-        :attr:`resized` then say what this scan found different."""
+        With the kernel's events, only what they name is listed or stat-ed; without, the
+        folders and files known are stat-ed in two tight passes. :attr:`changed`,
+        :attr:`resized` and :attr:`replaced` then say what this scan found different."""
         import numpy as np
 
         started = time.time_ns()
