@@ -209,18 +209,7 @@ class LocalTree:
         mtimes = _mtimes(self._dir_list)
         suspect = np.flatnonzero((mtimes != self._mtimes) | (self._mtimes >= trust_before))
         for i in suspect.tolist():
-            path = self._dir_list[i]
-            d = self._dirs.get(path)
-            if d is None:  # dropped with a folder above it
-                continue
-            if mtimes[i] < 0:
-                self._drop(path)
-                self.changed = True
-                continue
-            before = (set(d.files), set(d.subdirs))
-            self._relist(path, d, int(mtimes[i]))
-            if (set(d.files), set(d.subdirs)) != before:
-                self.changed = True
+            self._list_again(self._dir_list[i], int(mtimes[i]))
         if self.changed:
             self._rebuild()
         elif len(suspect):
@@ -255,18 +244,8 @@ class LocalTree:
         known = self._ino_of
         self._renew(changes.created)
         for path in sorted(changes.folders):
-            d = self._dirs.get(path)
-            if d is None:  # dropped with a folder above it, or new and walked already
-                continue
-            mtime = _mtimes([path])[0]
-            if mtime < 0:
-                self._drop(path)
-                self.changed = True
-                continue
-            before = (set(d.files), set(d.subdirs))
-            self._relist(path, d, int(mtime))
-            if (set(d.files), set(d.subdirs)) != before:
-                self.changed = True
+            if path in self._dirs:  # else dropped with a folder above it
+                self._list_again(path, int(_mtimes([path])[0]))
         # deleted and made again, or another file moved over it
         self.replaced.update(p for p in was_known if self._all_has(p))
         relisted = changes.folders
@@ -293,12 +272,10 @@ class LocalTree:
         for path in relisted:  # the same entries, listed again: their sizes are fresh
             d = self._dirs.get(path)
             if d is not None:
+                self._mtimes[self._dir_index[path]] = d.mtime
                 for p, (regular, size) in d.files.items():
                     if regular and self._all.get(p, (True, size))[1] != size:
                         new_size[p] = size
-        for path in relisted:
-            if path in self._dirs:
-                self._mtimes[self._dir_index[path]] = self._dirs[path].mtime
         at = self._index
         for path, size in new_size.items():
             i = at[path]
@@ -306,6 +283,21 @@ class LocalTree:
             self._inos[i] = known[path]
             self._all[path] = (True, size)
             self.resized.append(path)
+
+    def _list_again(self, path: str, mtime: int) -> None:
+        """List the known folder ``path`` again (``mtime`` -1: it is gone, and forgotten);
+        :attr:`changed` when its files or subfolders are not what they were."""
+        d = self._dirs.get(path)
+        if d is None:  # dropped with a folder above it
+            return
+        if mtime < 0:
+            self._drop(path)
+            self.changed = True
+            return
+        before = (set(d.files), set(d.subdirs))
+        self._relist(path, d, mtime)
+        if (set(d.files), set(d.subdirs)) != before:
+            self.changed = True
 
     def _renew(self, created: set[str]) -> None:
         """Forget the known folders among ``created`` (deleted and made again, another folder
@@ -397,7 +389,8 @@ class LocalTree:
                 if regular:
                     known = self._ino_of.get(entry)
                     if known is None:
-                        self._first_seen.add(entry)
+                        if self.watch is not None:
+                            self._first_seen.add(entry)
                     elif known != st.st_ino:
                         self.replaced.add(entry)
                     self._ino_of[entry] = st.st_ino
