@@ -20,6 +20,7 @@ import pytest
 from conftest import load_run
 from tallyboard import Reader, SummaryWriter, Update, read
 from tallyboard.reading import fetch
+from tallyboard.reading.pool import TASK_BYTES
 from tallyboard.reading.runs import RunReader
 from tallyboard.reading.tree import LocalTree
 from tallyboard.reading.watch import Watch
@@ -60,6 +61,10 @@ def _event(tag: str, step: int, value: float) -> bytes:
 
 def _records(steps: range, tags: tuple[str, ...] = ("loss", "acc")) -> bytes:
     return b"".join(_event(t, s, s * 0.5 + k) for s in steps for k, t in enumerate(tags))
+
+
+#: steps of a file that fills a task of its own (more bytes than one task reads)
+FILLS_A_TASK = range(TASK_BYTES // len(_records(range(1))) + 1)
 
 
 def _file(run: Path, name: str = "events.out.tfevents.1.host") -> Path:
@@ -398,8 +403,8 @@ def _delete_after_first_file(path: Path) -> Any:
 def test_a_file_gone_between_listing_and_reading_fails_alone_and_the_poll_goes_on(
     tmp_path: Path,
 ) -> None:
-    # a's 4,000 steps fill a task of their own; b and c are read together after it
-    _file(tmp_path / "a").write_bytes(_records(range(4000)))
+    # a fills a task of its own; b and c are read together after it
+    _file(tmp_path / "a").write_bytes(_records(FILLS_A_TASK))
     b = _file(tmp_path / "b")
     b.write_bytes(_records(range(5)))
     _file(tmp_path / "c").write_bytes(_records(range(7)))
@@ -408,13 +413,13 @@ def test_a_file_gone_between_listing_and_reading_fails_alone_and_the_poll_goes_o
         update = reader.poll(progress=_delete_after_first_file(b))
     assert update.failed == [str(b)]
     assert sorted(update.batches) == ["a", "c"]
-    assert _steps(update, "a") == list(range(4000)) and _steps(update, "c") == list(range(7))
+    assert _steps(update, "a") == list(FILLS_A_TASK) and _steps(update, "c") == list(range(7))
     update = reader.poll()  # b is gone for good: its run goes
     assert update.removed == ["b"] and not update.batches and not update.failed
 
 
 def test_a_file_that_failed_is_read_whole_at_the_next_poll(tmp_path: Path) -> None:
-    _file(tmp_path / "a").write_bytes(_records(range(4000)))
+    _file(tmp_path / "a").write_bytes(_records(FILLS_A_TASK))
     b = _file(tmp_path / "b")
     c = _file(tmp_path / "c")
     c.write_bytes(_records(range(3)))
@@ -432,7 +437,7 @@ def test_a_file_that_failed_is_read_whole_at_the_next_poll(tmp_path: Path) -> No
 
 
 def test_a_one_time_read_of_a_file_that_vanished_raises(tmp_path: Path) -> None:
-    _file(tmp_path / "a").write_bytes(_records(range(4000)))
+    _file(tmp_path / "a").write_bytes(_records(FILLS_A_TASK))
     b = _file(tmp_path / "b")
     b.write_bytes(_records(range(5)))
     once = RunReader(str(tmp_path), keep=False)  # what read() and ls do: nothing kept to retry

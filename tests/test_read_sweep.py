@@ -291,7 +291,7 @@ def test_export_memory_stays_bounded_as_runs_grow(tmp_path: Path) -> None:
     _write(tmp_path / "one", 100, ("loss", "accuracy", "lr"))
     (src,) = event_files(tmp_path / "one")
     peaks = {}
-    for n in (100, 400):
+    for n in (400, 1600):  # each many tasks of files: what grows is what is kept per run
         logdir = tmp_path / f"logs{n}"
         for i in range(n):
             (logdir / f"run{i:04d}").mkdir(parents=True)
@@ -303,4 +303,4 @@ def test_export_memory_stays_bounded_as_runs_grow(tmp_path: Path) -> None:
         assert count == {"rows": n * 300, "files": n, "parts": n}
     # What may grow with the runs is each file's bookkeeping (its path, size and reader state,
     # under 4 KiB), never its data: each file holds 300 scalars, and the peak grows by far less.
-    assert (peaks[400] - peaks[100]) / 300 < 4096, peaks
+    assert (peaks[1600] - peaks[400]) / 1200 < 4096, peaks

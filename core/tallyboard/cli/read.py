@@ -16,11 +16,10 @@ from typing import Any
 from tallyboard.extras import require
 from tallyboard.plugin.readers import Batch
 from tallyboard.reading import undecoded
+from tallyboard.reading.listing import SCALAR, list_tree
 from tallyboard.reading.runs import RunReader
 
 EXPORT_FORMATS = ("csv", "parquet", "jsonl")
-#: The kind of a Batch's scalar columns (the essential scalar kind) and export's default.
-SCALAR = "scalar"
 
 
 class CliError(Exception):
@@ -96,127 +95,13 @@ _LISTED = ("run", "kind", "tag", "count", "min_step", "max_step", "last_wall_tim
 
 
 def _listing(logdir: str, formats: Sequence[str] | None) -> list[tuple[Any, ...]]:
-    """``(run, kind, tag, count, min_step, max_step, last_wall_time, plugin)`` per (run, kind,
-    tag), sorted by the first three.
-
-    The files are read as :func:`tallyboard.read` reads them (by the pool when there is much
-    to read; every tag and step listed comes from a record whose CRC was checked), in a
-    listing's light read: in a run laid out like the run before it (a sweep's runs), whose
-    scalar records hold the tags and steps of records already checked, the records' own data
-    CRCs are not checked (``read`` checks every one, and warns). The scalars of each group of
-    files are summed up per file and tag with a few array operations, and the sums of all
-    groups merged at once at the end: never one Python step per value.
-    """
-    import numpy as np
-
+    """The rows of :func:`tallyboard.reading.listing.list_tree`, what was skipped noted."""
     try:
-        reader = RunReader(logdir, formats, keep=False)
+        rows, reader = list_tree(logdir, formats)
     except (TypeError, ValueError) as e:
         raise CliError(str(e)) from None
-    run_ids: dict[str, int] = {}
-    tag_ids: dict[str, int] = {}
-    parts: list[tuple[Any, ...]] = []  # per group: run id, tag id, count, lo, hi, last
-    other: dict[tuple[str, str, str], list[Any]] = {}  # rows of other kinds, undecoded values
-
-    def scalars(runs: Sequence[str], counts: Any, names: Sequence[str], *cols: Any) -> None:
-        got = _sum_columns(counts, len(names), *cols)
-        if got is None:
-            return
-        files, codes, n, lo, hi, last = got
-        file_runs = np.array([run_ids.setdefault(r, len(run_ids)) for r in runs], np.int64)
-        name_ids = np.array([tag_ids.setdefault(t, len(tag_ids)) for t in names], np.int64)
-        parts.append((file_runs[files], name_ids[codes], n, lo, hi, last))
-
-    for _, runs, group in reader.iter_groups(None, None, light=True):
-        if group.shared():
-            scalars(runs, group.counts, group.names, group.codes, group.step, group.wall_time)
-        for run, b in zip(runs, group.batches):
-            if b is None:
-                continue
-            b.flush_lists()
-            for names, codes, step, wall, _ in b.columns:
-                scalars([run], [len(codes)], names, codes, step, wall)
-            for kind, rows in b.rows.items():
-                for row in rows:
-                    step_, wall_ = int(row["step"]), float(row["wall_time"])
-                    s = other.get((run, kind, str(row["tag"])))
-                    if s is None:
-                        other[(run, kind, str(row["tag"]))] = [1, step_, step_, wall_, None]
-                    else:
-                        s[0] += 1
-                        s[1], s[2], s[3] = min(s[1], step_), max(s[2], step_), max(s[3], wall_)
-            for (plugin, tag), n in b.undecoded.items():
-                s = other.setdefault((run, undecoded.KIND, tag), [0, None, None, None, plugin])
-                s[0] += n
     _note_skipped(reader)
-    out: list[tuple[Any, ...]] = [(*key, *value) for key, value in other.items()]
-    if parts:
-        cols: list[Any] = [np.concatenate(c) for c in zip(*parts)]
-        del parts
-        key = cols[0] * max(len(tag_ids), 1) + cols[1]
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-        sums = [
-            np.add.reduceat(cols[2][order], first),
-            np.minimum.reduceat(cols[3][order], first),
-            np.maximum.reduceat(cols[4][order], first),
-            np.fmax.reduceat(cols[5][order], first),
-        ]
-        run_names, tag_names = list(run_ids), list(tag_ids)
-        out.extend(
-            zip(
-                [run_names[i] for i in cols[0][order][first].tolist()],
-                [SCALAR] * len(first),
-                [tag_names[i] for i in cols[1][order][first].tolist()],
-                *(col.tolist() for col in sums),
-                [None] * len(first),
-            )
-        )
-    out.sort(key=lambda row: row[:3])
-    return out
-
-
-def _sum_columns(
-    counts: Any, n_tags: int, codes: Any, step: Any, wall: Any
-) -> tuple[Any, ...] | None:
-    """Per file and tag of scalar columns (the rows of file ``k`` are the next ``counts[k]``):
-    ``(file, tag code, count, first step, last step, last wall time)`` arrays over the pairs
-    present, or None when there are no rows."""
-    import numpy as np
-
-    counts = np.asarray(counts, np.int64)
-    files = len(counts)
-    if not len(codes):
-        return None
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    size = files * n_tags
-    key = np.repeat(np.arange(files), counts) * n_tags + np.asarray(codes, np.int64)
-    n = np.bincount(key, minlength=size)
-    lo = np.zeros(size, np.int64)
-    hi = np.zeros(size, np.int64)
-    last = np.full(size, -np.inf)
-    if n_tags <= 8:  # per tag: the file's rows of that tag, reduced per file
-        for code in range(n_tags):
-            has = n[code::n_tags] > 0
-            if not has.any():
-                continue
-            sel = np.flatnonzero(codes == code)
-            at = np.searchsorted(sel, starts[has])  # each file's first row of this tag
-            keys = np.flatnonzero(has) * n_tags + code
-            s, w = step[sel], wall[sel]
-            lo[keys] = np.minimum.reduceat(s, at)
-            hi[keys] = np.maximum.reduceat(s, at)
-            last[keys] = np.fmax.reduceat(w, at)
-    else:
-        lo[:] = np.iinfo(np.int64).max
-        hi[:] = np.iinfo(np.int64).min
-        np.minimum.at(lo, key, step)
-        np.maximum.at(hi, key, step)
-        np.fmax.at(last, key, wall)
-    present = np.flatnonzero(n)
-    file_of, code_of = np.divmod(present, n_tags)
-    return file_of, code_of, n[present], lo[present], hi[present], last[present]
+    return rows
 
 
 def cmd_ls(logdir: str, as_json: bool, formats: Sequence[str] | None = None) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 from tallyboard.plugin.readers import Batch, Batches, FileReader, ReaderSpec
 from tallyboard.reading.fetch import LocalFiles, Prefetched, fetch_ahead, is_local
 from tallyboard.reading.pool import plan, pool_size, read_tasks
-from tallyboard.reading.tree import LocalTree, local_files
+from tallyboard.reading.tree import Folder, LocalTree, local_files
 from tallyboard.warn import ReadWarning
 
 
@@ -52,6 +52,9 @@ def _format_names(
             f"formats: unknown format(s) {unknown}; readable formats: {sorted(readers)}"
         )
     return set(names)
+
+
+_UNSEEN: Any = object()  # a file no listing has met yet
 
 
 def _reader_for(readers: dict[str, ReaderSpec], basename: str) -> ReaderSpec | None:
@@ -179,6 +182,15 @@ class RunReader:
         self._chosen: dict[str, str] = {}  # run directory -> the competing format read there
         #: run directory -> competing formats found there but not read (same values again).
         self.skipped: dict[str, set[str]] = {}
+        self._share: tuple[list[Any], list[Folder]] | None = None
+
+    def only(self, share: tuple[list[Any], list[Folder]]) -> None:
+        """List only ``share`` of a local tree (one of those :func:`~tallyboard.reading.tree.deal`
+        gives), as one of several processes that read the tree apart. For a reader made with
+        ``keep=False``, before its first listing."""
+        if self.keep or self._listed_once:
+            raise RuntimeError("only() is for a one-time reader, before it lists")
+        self._share = share
 
     def run_of(self, parent: str) -> str:
         """The run name of the directory ``parent`` (its path relative to the log dir)."""
@@ -230,12 +242,15 @@ class RunReader:
                 return [], []
         listing = self._files(scanned=self._local is not None and self._listed_once)
         found: dict[str, list[tuple[str, ReaderSpec]]] = {}
-        sizes, spec_of, resized = self._sizes, self._spec_of, []
+        sizes, spec_of, formats, readers = self._sizes, self._spec_of, self.formats, self._readers
+        size_was, spec_known = sizes.get, spec_of.get
+        resized: list[str] = []  # files listed before whose size changed (new ones are not)
+        parent, files = None, None  # the folder of the file before, and its files found
         for path, regular, size in listing:
-            try:
-                spec = spec_of[path]
-            except KeyError:
-                spec = spec_of[path] = _reader_for(self._readers, path.rsplit("/", 1)[-1])
+            cut = path.rfind("/")
+            spec = spec_known(path, _UNSEEN)
+            if spec is _UNSEEN:
+                spec = spec_of[path] = _reader_for(readers, path[cut + 1 :])
             if spec is None:
                 continue
             if not regular:
@@ -248,11 +263,16 @@ class RunReader:
                         2,
                     )
                 continue
-            if self.formats is None or spec.name in self.formats:
-                found.setdefault(path.rsplit("/", 1)[0], []).append((path, spec))
-                if sizes.get(path) != size:
+            if formats is None or spec.name in formats:
+                if parent is None or len(parent) != cut or not path.startswith(parent):
+                    parent = path[:cut]
+                    files = found.setdefault(parent, [])
+                files.append((path, spec))  # type: ignore[union-attr]
+                was = size_was(path)
+                if was != size:
                     sizes[path] = size
-                    resized.append(path)
+                    if was is not None:
+                        resized.append(path)
         gone = self._forget(found, listing) + restarted
         opened = []
         for parent, files in found.items():
@@ -433,6 +453,8 @@ class RunReader:
                     self._local = LocalTree(self.root)
                 files = self._local._all if scanned else self._local.scan()
                 found = [(p, r, n) for p, (r, n) in files.items()]
+            elif self._share is not None:
+                found = [*self._share[0], *local_files(self.root, self._share[1])]
             else:
                 found = local_files(self.root)
             if os.sep != "/":
@@ -539,16 +561,19 @@ class RunReader:
         discover: bool = True,
         changed: set[str] | None = None,
         light: bool = False,
-    ) -> Generator[tuple[list[str], list[str], Batches], None, None]:
+        reduce: Callable[[Batches], Any] | None = None,
+    ) -> Generator[tuple[list[str], list[str], Any], None, None]:
         """``(paths, runs, batches)`` for groups of files read together, in reading order:
         what was appended to each file of the group since it was last read
         (``batches.batch(k)`` for ``paths[k]``). Only changed files are read (``changed``,
         else those not :meth:`unchanged`). ``progress(files_done)`` as in :meth:`iter_read`;
-        ``light`` asks for a listing's read (see :func:`tallyboard.reading.pool.read_group`)."""
+        ``light`` asks for a listing's read (see :func:`tallyboard.reading.pool.read_group`);
+        ``reduce(batches)`` is given in place of each group's batches (see
+        :meth:`read_groups`)."""
         if discover:
             self.refresh()
         for paths, runs, batches, readers, capped in self.read_groups(
-            self.to_read(changed), workers, progress, light
+            self.to_read(changed), workers, progress, light, reduce=reduce
         ):
             for k, path in enumerate(paths):
                 self.commit(path, readers[k] if readers is not None else None, capped[k])
@@ -570,7 +595,8 @@ class RunReader:
         light: bool = False,
         window: int | None = None,
         copies: bool = False,
-    ) -> Generator[tuple[list[str], list[str], Batches, Any, list[bool]], None, None]:
+        reduce: Callable[[Batches], Any] | None = None,
+    ) -> Generator[tuple[list[str], list[str], Any, Any, list[bool]], None, None]:
         """``(paths, runs, batches, readers, capped)`` for groups of the files ``paths`` read
         together, in order, nothing committed: :meth:`commit` each file once what was read of
         it is taken (``readers[k]`` the reader to keep for ``paths[k]``, None when the reader
@@ -579,10 +605,13 @@ class RunReader:
         again from where it was. A file that cannot be read (a remote one not fetched; with
         ``copies``, a local one raising ``OSError``) is skipped with a warning, and listed in
         :attr:`failed`, when this reader keeps its readers: it is not to be committed, and is
-        read again next time. Else its error is raised."""
+        read again next time. Else its error is raised. ``reduce(batches)`` is given in place
+        of a group's batches, made where the group was read (in a worker, only it travels):
+        a module-level function, so that it travels by name."""
         self.failed: list[str] = []
         if isinstance(self._source, Prefetched):
-            yield from self._iter_remote(self._source, paths, progress, window, copies)
+            for got in self._iter_remote(self._source, paths, progress, window, copies):
+                yield got if reduce is None else (*got[:2], reduce(got[2]), *got[3:])
             return
         files = [self._open[p] for p in paths]
         left = [
@@ -602,10 +631,19 @@ class RunReader:
                 progress(count)
 
         isolate = copies and self.keep
+        stops = dict(tasks)
         for start, readers, batches, capped, errors in read_tasks(
-            _Job(self, paths, copies), tasks, workers, self.keep, done, light, window, isolate
+            _Job(self, paths, copies),
+            tasks,
+            workers,
+            self.keep,
+            done,
+            light,
+            window,
+            isolate,
+            reduce,
         ):
-            n = len(batches)
+            n = stops[start] - start
             for k, error in enumerate(errors):
                 if error:
                     self.failed.append(paths[start + k])

@@ -12,38 +12,82 @@ from typing import Any
 
 from tallyboard.reading.watch import Changes, Watch
 
+#: A folder to list, with the folders its path is inside (itself last): what a walk is given.
+Folder = tuple[str, tuple[str, ...]]
 
-def local_files(root: str) -> list[tuple[str, bool, int]]:
+
+def local_files(root: str, folders: list[Folder] | None = None) -> list[tuple[str, bool, int]]:
     """``(path, regular, size)`` for every file under the local directory ``root``, symlinked folders
     followed as TensorBoard follows them, but never into a folder the path is already inside (a
     link loop); ``regular`` is False for a FIFO, socket, device or dangling link, which are
     never opened (a FIFO would block the reader). One ``scandir`` per folder and one ``stat``
     per file; folders cost none (the kind of an entry comes with the listing), but links,
     whose targets are compared with the folders the path is inside. Nothing is kept
-    (:class:`LocalTree` keeps what a later scan needs)."""
+    (:class:`LocalTree` keeps what a later scan needs). ``folders``: list only the trees of
+    these (a share :func:`deal` gave), not ``root``'s."""
     out: list[tuple[str, bool, int]] = []
-    keys: dict[str, tuple[int, int]] = {}  # folder -> (st_dev, st_ino), stat-ed when needed
+    walk = _Walk()
+    todo: list[Folder] = [(root, (root,))] if folders is None else list(folders)
+    while todo:
+        todo.extend(walk.folder(*todo.pop(), out))
+    return out
 
-    def key(path: str) -> tuple[int, int]:
-        found = keys.get(path)
+
+def deal(
+    root: str, shares: int, at_least: int, most: int = 4096
+) -> list[tuple[list[Any], list[Folder]]] | None:
+    """The tree under ``root`` dealt into ``shares`` parts that as many processes list (and
+    read) apart: per share, ``(files, folders)``: files found on the way (the first share's)
+    and the folders whose trees it lists (:func:`local_files`), the folders of one level
+    dealt round-robin in name order. The levels are listed one after another until one holds
+    ``at_least`` folders; None when none does within ``most`` folders listed (a tree too small
+    to be worth dealing, or too deep to find such a level soon)."""
+    above: list[tuple[str, bool, int]] = []
+    walk = _Walk()
+    level: list[Folder] = [(root, (root,))]
+    listed = 0
+    while level and listed + len(level) <= most:
+        below: list[Folder] = []
+        for top, inside in level:
+            below.extend(walk.folder(top, inside, above))
+        listed += len(level)
+        level = below
+        if len(level) >= at_least:
+            level.sort()
+            return [(above if k == 0 else [], level[k::shares]) for k in range(shares)]
+    return None
+
+
+class _Walk:
+    """The listing of folders one at a time, for :func:`local_files` and :func:`deal`: the
+    ``(st_dev, st_ino)`` of the folders met, to tell a symlinked folder from a loop."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, tuple[int, int]] = {}  # folder -> (st_dev, st_ino), when needed
+
+    def key(self, path: str) -> tuple[int, int]:
+        found = self.keys.get(path)
         if found is None:
             st = os.stat(path)
-            found = keys[path] = (st.st_dev, st.st_ino)
+            found = self.keys[path] = (st.st_dev, st.st_ino)
         return found
 
-    todo: list[tuple[str, tuple[str, ...]]] = [(root, (root,))]
-    isdir, isreg = stat.S_ISDIR, stat.S_ISREG
-    while todo:
-        top, inside = todo.pop()
+    def folder(
+        self, top: str, inside: tuple[str, ...], out: list[tuple[str, bool, int]]
+    ) -> list[Folder]:
+        """List ``top``: its files added to ``out``; returns its folders (symlinked ones that
+        make no loop included), each with the folders it is inside."""
         try:
             with os.scandir(top) as it:
                 entries = list(it)
         except OSError:
-            continue
+            return []
+        folders: list[Folder] = []
+        isdir, isreg = stat.S_ISDIR, stat.S_ISREG
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=False):  # a folder, not a link: no loop
-                    todo.append((entry.path, (*inside, entry.path)))
+                    folders.append((entry.path, (*inside, entry.path)))
                     continue
                 if entry.is_file(follow_symlinks=False):
                     out.append((entry.path, True, entry.stat(follow_symlinks=False).st_size))
@@ -55,15 +99,15 @@ def local_files(root: str) -> list[tuple[str, bool, int]]:
             if isdir(st.st_mode):
                 target = (st.st_dev, st.st_ino)
                 try:
-                    loop = any(key(folder) == target for folder in inside)
+                    loop = any(self.key(folder) == target for folder in inside)
                 except OSError:
                     loop = True
                 if not loop:
-                    keys[entry.path] = target
-                    todo.append((entry.path, (*inside, entry.path)))
+                    self.keys[entry.path] = target
+                    folders.append((entry.path, (*inside, entry.path)))
             else:
                 out.append((entry.path, isreg(st.st_mode), st.st_size))
-    return out
+        return folders
 
 
 def _stat_files(paths: list[str]) -> tuple[Any, Any]:
