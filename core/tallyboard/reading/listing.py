@@ -11,7 +11,7 @@ from tallyboard.reading import undecoded
 from tallyboard.reading.fetch import is_local
 from tallyboard.reading.pool import cores, in_shares
 from tallyboard.reading.runs import RunReader
-from tallyboard.reading.tree import Folder, deal
+from tallyboard.reading.tree import Share, deal
 
 #: The kind of a Batch's scalar columns (the essential scalar kind).
 SCALAR = "scalar"
@@ -105,7 +105,7 @@ def _ranks(ids: dict[str, int]) -> Any:
 SHARE_FOLDERS = 1024
 
 
-def _dealt(reader: RunReader) -> list[tuple[list[Any], list[Folder]]] | None:
+def _dealt(reader: RunReader) -> list[Share] | None:
     """The shares a tree is listed and read in, one per core (see
     :func:`tallyboard.reading.tree.deal`); None: read in one (a small tree, a store, one core)."""
     if not is_local(reader.fs) or cores() < 2:
@@ -114,7 +114,7 @@ def _dealt(reader: RunReader) -> list[tuple[list[Any], list[Folder]]] | None:
 
 
 def _summed(
-    reader: RunReader, share: tuple[list[Any], list[Folder]] | None
+    reader: RunReader, share: Share | None
 ) -> tuple[list[tuple[list[str], Any]], dict[str, set[str]]]:
     """``(runs, sums)`` per group of files of ``share`` of the tree (None: all of it), read by
     ``reader`` (with a pool when it is all), and the formats it skipped per run folder."""

@@ -12,7 +12,7 @@ from typing import Any
 from tallyboard.plugin.readers import Batch, Batches, FileReader, ReaderSpec
 from tallyboard.reading.fetch import LocalFiles, Prefetched, fetch_ahead, is_local
 from tallyboard.reading.pool import plan, pool_size, read_tasks
-from tallyboard.reading.tree import Folder, LocalTree, local_files
+from tallyboard.reading.tree import LocalTree, Share, local_files
 from tallyboard.warn import ReadWarning
 
 
@@ -182,9 +182,9 @@ class RunReader:
         self._chosen: dict[str, str] = {}  # run directory -> the competing format read there
         #: run directory -> competing formats found there but not read (same values again).
         self.skipped: dict[str, set[str]] = {}
-        self._share: tuple[list[Any], list[Folder]] | None = None
+        self._share: Share | None = None
 
-    def only(self, share: tuple[list[Any], list[Folder]]) -> None:
+    def only(self, share: Share) -> None:
         """List only ``share`` of a local tree (one of those :func:`~tallyboard.reading.tree.deal`
         gives), as one of several processes that read the tree apart. For a reader made with
         ``keep=False``, before its first listing."""
@@ -245,7 +245,8 @@ class RunReader:
         sizes, spec_of, formats, readers = self._sizes, self._spec_of, self.formats, self._readers
         size_was, spec_known = sizes.get, spec_of.get
         resized: list[str] = []  # files listed before whose size changed (new ones are not)
-        parent, files = None, None  # the folder of the file before, and its files found
+        parent: str | None = None  # the folder of the file before, and its files found
+        files: list[tuple[str, ReaderSpec]] = []
         for path, regular, size in listing:
             cut = path.rfind("/")
             spec = spec_known(path, _UNSEEN)
@@ -267,7 +268,7 @@ class RunReader:
                 if parent is None or len(parent) != cut or not path.startswith(parent):
                     parent = path[:cut]
                     files = found.setdefault(parent, [])
-                files.append((path, spec))  # type: ignore[union-attr]
+                files.append((path, spec))
                 was = size_was(path)
                 if was != size:
                     sizes[path] = size

@@ -14,6 +14,9 @@ from tallyboard.reading.watch import Changes, Watch
 
 #: A folder to list, with the folders its path is inside (itself last): what a walk is given.
 Folder = tuple[str, tuple[str, ...]]
+#: A share of a tree (:func:`deal`): ``(path, regular, size)`` of files already found, and the
+#: folders whose trees are to be listed.
+Share = tuple[list[tuple[str, bool, int]], list[Folder]]
 
 
 def local_files(root: str, folders: list[Folder] | None = None) -> list[tuple[str, bool, int]]:
@@ -33,9 +36,7 @@ def local_files(root: str, folders: list[Folder] | None = None) -> list[tuple[st
     return out
 
 
-def deal(
-    root: str, shares: int, at_least: int, most: int = 4096
-) -> list[tuple[list[Any], list[Folder]]] | None:
+def deal(root: str, shares: int, at_least: int, most: int = 4096) -> list[Share] | None:
     """The tree under ``root`` dealt into ``shares`` parts that as many processes list (and
     read) apart: per share, ``(files, folders)``: files found on the way (the first share's)
     and the folders whose trees it lists (:func:`local_files`), the folders of one level
