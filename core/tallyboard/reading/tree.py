@@ -12,7 +12,7 @@ from typing import Any
 
 from tallyboard.reading.watch import Changes, Watch
 
-#: A folder to list, with the folders its path is inside (itself last): what a walk is given.
+#: A folder to list, with the folders its path is inside (not itself): what a walk is given.
 Folder = tuple[str, tuple[str, ...]]
 #: A share of a tree (:func:`deal`): ``(path, regular, size)`` of files already found, and the
 #: folders whose trees are to be listed.
@@ -30,7 +30,7 @@ def local_files(root: str, folders: list[Folder] | None = None) -> list[tuple[st
     these (a share :func:`deal` gave), not ``root``'s."""
     out: list[tuple[str, bool, int]] = []
     walk = _Walk()
-    todo: list[Folder] = [(root, (root,))] if folders is None else list(folders)
+    todo: list[Folder] = [(root, ())] if folders is None else list(folders)
     while todo:
         todo.extend(walk.folder(*todo.pop(), out))
     return out
@@ -40,21 +40,20 @@ def deal(root: str, shares: int, at_least: int, most: int = 4096) -> list[Share]
     """The tree under ``root`` dealt into ``shares`` parts that as many processes list (and
     read) apart: per share, ``(files, folders)``: files found on the way (the first share's)
     and the folders whose trees it lists (:func:`local_files`), the folders of one level
-    dealt round-robin in name order. The levels are listed one after another until one holds
+    dealt round-robin as they were listed. The levels are listed one after another until one holds
     ``at_least`` folders; None when none does within ``most`` folders listed (a tree too small
     to be worth dealing, or too deep to find such a level soon)."""
     above: list[tuple[str, bool, int]] = []
     walk = _Walk()
-    level: list[Folder] = [(root, (root,))]
+    level: list[Folder] = [(root, ())]
     listed = 0
     while level and listed + len(level) <= most:
         below: list[Folder] = []
-        for top, inside in level:
-            below.extend(walk.folder(top, inside, above))
+        for top, parents in level:
+            below.extend(walk.folder(top, parents, above))
         listed += len(level)
         level = below
         if len(level) >= at_least:
-            level.sort()
             return [(above if k == 0 else [], level[k::shares]) for k in range(shares)]
     return None
 
@@ -74,21 +73,23 @@ class _Walk:
         return found
 
     def folder(
-        self, top: str, inside: tuple[str, ...], out: list[tuple[str, bool, int]]
+        self, top: str, parents: tuple[str, ...], out: list[tuple[str, bool, int]]
     ) -> list[Folder]:
-        """List ``top``: its files added to ``out``; returns its folders (symlinked ones that
-        make no loop included), each with the folders it is inside."""
+        """List ``top`` (inside the folders ``parents``): its files added to ``out``; returns
+        its folders (symlinked ones that make no loop included), each with the folders it is
+        inside."""
         try:
             with os.scandir(top) as it:
                 entries = list(it)
         except OSError:
             return []
         folders: list[Folder] = []
+        inside = (*parents, top)  # one tuple, shared by every folder found here
         isdir, isreg = stat.S_ISDIR, stat.S_ISREG
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=False):  # a folder, not a link: no loop
-                    folders.append((entry.path, (*inside, entry.path)))
+                    folders.append((entry.path, inside))
                     continue
                 if entry.is_file(follow_symlinks=False):
                     out.append((entry.path, True, entry.stat(follow_symlinks=False).st_size))
@@ -105,7 +106,7 @@ class _Walk:
                     loop = True
                 if not loop:
                     self.keys[entry.path] = target
-                    folders.append((entry.path, (*inside, entry.path)))
+                    folders.append((entry.path, inside))
             else:
                 out.append((entry.path, isreg(st.st_mode), st.st_size))
         return folders
