@@ -108,9 +108,10 @@ SHARE_FOLDERS = 1024
 def _dealt(reader: RunReader) -> list[Share] | None:
     """The shares a tree is listed and read in, one per core (see
     :func:`tallyboard.reading.tree.deal`); None: read in one (a small tree, a store, one core)."""
-    if not is_local(reader.fs) or cores() < 2:
+    n = cores()
+    if not is_local(reader.fs) or n < 2:
         return None
-    return deal(reader.root, cores(), SHARE_FOLDERS)
+    return deal(reader.root, n, SHARE_FOLDERS)
 
 
 def _summed(

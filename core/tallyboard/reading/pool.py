@@ -183,13 +183,25 @@ def _read_windowed(
     for r in windowed:
         r.read_limit = window
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            batches = read_group(readers, light)
+        return _recording(read_group, readers, light)
     finally:
         for r in windowed:  # back to the class's: a reader kept reads to the end next time
             del r.read_limit
-    return batches, [(str(w.message), w.category) for w in caught]
+
+
+def _recording(fn: Callable[..., Any], *args: Any) -> tuple[Any, list[tuple[str, type[Warning]]]]:
+    """``fn(*args)`` and the warnings it raised, caught to be raised again in the process that
+    asked (:func:`_warn_again`)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = fn(*args)
+    return got, [(str(w.message), w.category) for w in caught]
+
+
+def _warn_again(caught: list[tuple[str, type[Warning]]]) -> None:
+    """Raise here the warnings :func:`_recording` caught (in this process or a worker)."""
+    for message, category in caught:
+        warnings.warn(message, category, stacklevel=3)
 
 
 def _worker_task(
@@ -241,8 +253,7 @@ def read_tasks(
             readers, batches, caught, capped, errors = _read_task(
                 job, start, stop, True, light, window, isolate, reduce
             )
-            for message, category in caught:
-                warnings.warn(message, category, stacklevel=2)
+            _warn_again(caught)
             if done is not None:
                 done(stop - start)
             yield start, (readers if keep else None), batches, capped, errors
@@ -278,8 +289,7 @@ def read_tasks(
             else:
                 readers, batches, caught, capped, errors = pickle.loads(result)
             del result
-            for message, category in caught:
-                warnings.warn(message, category, stacklevel=2)
+            _warn_again(caught)
             if done is not None:
                 done(stop - start)
             yield start, (readers if keep else None), batches, capped, errors
@@ -294,10 +304,7 @@ def _share_task(k: int) -> bytes | None:
     """In a worker: share ``k`` of the work it was forked with, and the warnings it raised;
     pickled, or None when they do not pickle (the caller then does the share itself)."""
     assert _WORK is not None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        got = _WORK(k)
-    return _pickled((got, [(str(w.message), w.category) for w in caught]))
+    return _pickled(_recording(_WORK, k))
 
 
 def in_shares(work: Callable[[int], Any], shares: int) -> list[Any]:
@@ -326,8 +333,7 @@ def in_shares(work: Callable[[int], Any], shares: int) -> list[Any]:
                 out.append(work(k))
                 continue
             got, caught = pickle.loads(result)
-            for message, category in caught:
-                warnings.warn(message, category, stacklevel=2)
+            _warn_again(caught)
             out.append(got)
         return out
     finally:

@@ -40,9 +40,9 @@ def deal(root: str, shares: int, at_least: int, most: int = 4096) -> list[Share]
     """The tree under ``root`` dealt into ``shares`` parts that as many processes list (and
     read) apart: per share, ``(files, folders)``: files found on the way (the first share's)
     and the folders whose trees it lists (:func:`local_files`), the folders of one level
-    dealt round-robin as they were listed. The levels are listed one after another until one holds
-    ``at_least`` folders; None when none does within ``most`` folders listed (a tree too small
-    to be worth dealing, or too deep to find such a level soon)."""
+    dealt round-robin as they were listed. The levels are listed one after another until one
+    holds ``at_least`` folders; None when none does within ``most`` folders listed (a tree too
+    small to be worth dealing, or too deep to find such a level soon)."""
     above: list[tuple[str, bool, int]] = []
     walk = _Walk()
     level: list[Folder] = [(root, ())]
