@@ -83,7 +83,8 @@ def _steps(update: Update, run: str, tag: str = "loss") -> list[int]:
 
 
 class _Counting:
-    """Counts the bytes read from local files, by path, while installed."""
+    """Counts the bytes read from local files (by ``open`` or read whole), by path, while
+    installed."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.read: dict[str, int] = {}
@@ -105,7 +106,16 @@ class _Counting:
             counter.opened.append(path)
             return File(path, "r")
 
+        whole = fetch.LocalFiles.read_from
+
+        def read_from(fs: Any, path: str, offset: int, limit: int) -> bytes | None:
+            counter.opened.append(path)
+            data = whole(fs, path, offset, limit)
+            counter.read[path] = counter.read.get(path, 0) + len(data or b"")
+            return data
+
         monkeypatch.setattr(fetch.LocalFiles, "open", open_)
+        monkeypatch.setattr(fetch.LocalFiles, "read_from", read_from)
 
     def total(self) -> int:
         return sum(self.read.values())

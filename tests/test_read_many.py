@@ -321,3 +321,34 @@ def test_runs_laid_out_alike_read_together_as_each_alone_damage_included(
     assert sum(checked) == 6 * 180
     _check(tmp_path)
     assert len(got[3].scalars()[0]) == 180 and len(got[2].scalars()[0]) == 179
+
+
+def test_groups_of_other_sizes_one_after_another_read_as_each_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread keeps the buffers a group of files laid out alike is compared in for its next
+    group: a group smaller than the one before (the buffer still holding that one's bytes), a
+    group too large to keep (its buffers dropped after it), then a damaged small one (files
+    of scalars alone, no header), each read as each of its files alone."""
+    from tallyboard_tfevents import reader
+
+    monkeypatch.setattr(reader, "_LAST", threading.local())
+    monkeypatch.setattr(reader, "_SCRATCH_KEPT", 100_000)
+    medium = _sweep_runs(tmp_path / "medium", 8, steps=60)
+    _sweep_runs(tmp_path / "small", 8, steps=20)
+    _sweep_runs(tmp_path / "large", 16, steps=100)
+    damaged = _sweep_runs(tmp_path / "damaged", 8, steps=20)
+    for path in damaged:  # no header record: the files hold scalars alone
+        path.write_bytes(path.read_bytes()[len(_header()) :])
+    data = bytearray(damaged[3].read_bytes())
+    data[-6] ^= 0x01  # a byte of the last value
+    damaged[3].write_bytes(bytes(data))
+    _check(tmp_path / "medium")
+    kept = reader._LAST.block
+    assert len(kept) >= sum(p.stat().st_size for p in medium[1:])
+    _check(tmp_path / "small")
+    _check(tmp_path / "large")
+    assert reader._LAST.block is kept  # the large group's buffer was not kept
+    one, many = _check(tmp_path / "damaged")
+    assert many[3].offset == one[3].offset
+    assert reader._LAST.block is kept

@@ -397,6 +397,9 @@ class EventFileReader(ChunkedFileReader):
         limit = (
             self.whole_limit if self.read_limit is None else min(self.whole_limit, self.read_limit)
         )
+        read_from = getattr(self.fs, "read_from", None)  # a local file: no file object needed
+        if read_from is not None:
+            return read_from(self.path, self.offset, limit)  # type: ignore[no-any-return]
         with self.fs.open(self.path, "rb") as f:
             size = size_of(f)
             if size is None or size - self.offset > limit:
@@ -956,9 +959,15 @@ class _Group:
         import numpy as np
 
         size = layout.size
-        block = b"".join(datas[j] for j in members)
-        rows = np.frombuffer(block, np.uint8).reshape(len(members), size)
-        same = ~((rows != layout.ref) & layout.fixed).any(axis=1)
+        block = _scratch("block", size * len(members))
+        into = memoryview(block)  # type: ignore[arg-type]
+        for at, j in zip(range(0, len(block), size), members):
+            into[at : at + size] = datas[j]
+        rows = block.reshape(len(members), size)
+        differ = _scratch("differ", rows.size).view(bool).reshape(rows.shape)
+        np.not_equal(rows, layout.ref, out=differ)
+        differ &= layout.fixed
+        same = ~differ.any(axis=1)
         out = [j for j, alike in zip(members, same.tolist()) if not alike]
         matched = [j for j, alike in zip(members, same.tolist()) if alike]
         if not matched:
@@ -971,6 +980,7 @@ class _Group:
         wall_bits = words[tp[None, :] + shift + 1]
         tail = words[te[None, :] + shift - 4]
         value_bits = tail & np.uint64(0xFFFFFFFF)
+        ok: Any
         if light:
             ok = np.ones(wall_bits.shape, bool)
         else:
@@ -999,35 +1009,56 @@ class _Group:
                 len(starts),
             )
             stored = words[stops - 4] >> np.uint64(32)
-            slow_ok = ((((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF == stored).reshape(
+            slow_ok: Any = ((((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF == stored).reshape(
                 len(matched), len(slow_idx)
             )
         slow_list = slow_idx.tolist()
-        n_rec = len(layout.offs)
         found = (layout.offs, layout.used, False)
+        all_good = ok.all(axis=1).tolist()
+        slow_good = slow_ok.all(axis=1).tolist() if len(slow_idx) else [True] * len(matched)
         for m, j in enumerate(matched):
-            good = ok[m]
-            fast = np.zeros(n_rec, bool)
-            fast[f_idx] = good
-            rec_ok = fast.copy()
-            if len(slow_idx):
-                rec_ok[slow_idx] = slow_ok[m]
             self.found[j] = found
             self.need[j] = layout.need
-            self._ok[j] = rec_ok
-            self._fast[j] = fast
-            if good.all():
+            if all_good[m]:  # the template's flags and columns, shared (read-only)
+                fast = layout.fast
                 self._cols[j] = [t_codes, t_steps, walls[m], values[m]]
                 self._slow[j] = slow_list
             else:  # a damaged record: one by one, where its CRC is reported
+                good = ok[m]
+                fast = np.zeros(len(layout.offs), bool)
+                fast[f_idx] = good
                 self._cols[j] = [t_codes[good], t_steps[good], walls[m][good], values[m][good]]
                 self._slow[j] = np.flatnonzero(~fast).tolist()
+            self._fast[j] = fast
+            if all_good[m] and slow_good[m]:
+                self._ok[j] = layout.all_ok
+            else:
+                self._ok[j] = rec_ok = fast.copy()
+                if len(slow_idx):
+                    rec_ok[slow_idx] = slow_ok[m]
         return out
 
 
 #: per thread: the layout of the last group of files read, the template of the next group's
-#: first files (the tasks of a sweep come one after another).
+#: first files (the tasks of a sweep come one after another); and the scratch buffers.
 _LAST = threading.local()
+
+#: the largest scratch buffer kept for the next group (a group's files are about a pool task).
+_SCRATCH_KEPT = 4 << 20
+
+
+def _scratch(name: str, size: int) -> Any:
+    """``size`` bytes (uint8) of this thread's buffer ``name``, reused from group to group: a
+    temporary as large as a group's files, allocated afresh each time, costs a page fault per
+    4 KiB, which takes longer than the work done in it."""
+    import numpy as np
+
+    buf = getattr(_LAST, name, None)
+    if buf is None or len(buf) < size:
+        buf = np.empty(max(size, 1 << 16), np.uint8)
+        if size <= _SCRATCH_KEPT:
+            setattr(_LAST, name, buf)
+    return buf[:size]
 
 
 class _Layout:
@@ -1056,6 +1087,10 @@ class _Layout:
         self.p: Any = self.offs + 12
         self.f_idx: Any = np.flatnonzero(fast)
         self.slow_idx: Any = np.flatnonzero(~fast)
+        # the record flags of a file laid out alike whose records all hold (read-only, shared)
+        self.fast: Any = np.array(fast, bool)
+        self.all_ok: Any = np.ones(n_rec, bool)
+        self.fast.flags.writeable = self.all_ok.flags.writeable = False
         present = np.unique(cols[0]) if len(cols[0]) else np.empty(0, np.int32)
         self.names = [names[i] for i in present.tolist()]
         self.codes: Any = np.searchsorted(present, cols[0]).astype(np.int32)
