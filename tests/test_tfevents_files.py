@@ -101,6 +101,28 @@ def test_purge_step_drops_later_steps_once(logdir):
     assert got == [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 105), (6, 106), (7, 107), (9, 200)]
 
 
+def test_files_made_one_after_another_sort_in_that_order(logdir, monkeypatch):
+    """TensorBoard reads a run's files in name order: a run closed and reopened in the same
+    second, its file counter going from 9 to 10, reads back in the order it was written."""
+    import itertools
+
+    from tallyboard_tfevents import sink
+
+    monkeypatch.setattr(sink, "_counter", itertools.count(9))
+    names = [sink.next_file_name() for _ in range(3)]
+    assert sorted(names) == names
+    monkeypatch.setattr(sink, "_counter", itertools.count(99))
+    for start in (0, 5):  # a file holding steps 0-4, then one holding 5-9
+        with SummaryWriter(logdir) as w:
+            for i in range(start, start + 5):
+                w.add_scalar("x", i, i)
+    assert [n.rsplit(".", 1)[1] for n in sorted(p.name for p in event_files(logdir))] == [
+        "000099",
+        "000100",
+    ]
+    assert [e.step for e in load_run(logdir).Scalars("x")] == list(range(10))
+
+
 def test_flush_makes_every_accepted_record_readable(logdir):
     w = SummaryWriter(logdir, max_queue=1000, flush_secs=3600)
     for i in range(2000):

@@ -32,6 +32,10 @@ def is_local(fs: Any) -> bool:
     return protocol in ("file", "local")
 
 
+#: how :meth:`LocalFiles.read_from` opens and reads (``pread`` is not on every system).
+_READ_ONLY, _PREAD = os.O_RDONLY | getattr(os, "O_BINARY", 0), getattr(os, "pread", None)
+
+
 class LocalFiles:
     """The local file system with files opened for reading by Python's ``open`` directly:
     fsspec's ``open`` costs more than a small event file's whole decoding (path normalising,
@@ -49,15 +53,15 @@ class LocalFiles:
         """The bytes of ``path`` from ``offset`` to its end (as large as it is now), or None
         when they are more than ``limit``: one ``open``, ``fstat`` and ``pread``, without the
         buffered file object that costs as much again for a small file."""
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        fd = os.open(path, _READ_ONLY)
         try:
             size = os.fstat(fd).st_size
             if size - offset > limit:
                 return None
             if size <= offset:
                 return b""
-            if hasattr(os, "pread"):
-                return os.pread(fd, size - offset, offset)
+            if _PREAD is not None:
+                return _PREAD(fd, size - offset, offset)  # type: ignore[no-any-return]
             os.lseek(fd, offset, os.SEEK_SET)
             return os.read(fd, size - offset)
         finally:

@@ -21,10 +21,16 @@ _counter_lock = threading.Lock()
 
 
 def next_file_name(suffix: str = "") -> str:
-    """``events.out.tfevents.<time>.<host>.<pid>.<counter><suffix>``; the counter is process-wide."""
+    """``events.out.tfevents.<time>.<host>.<pid>.<counter><suffix>``; the counter is process-wide
+    and zero-padded, so that the files a process makes in one second sort (as TensorBoard reads
+    a run's files, by name) in the order they were made: unpadded, ``.10`` sorted before ``.9``,
+    and a run reopened in the same second was read back to front."""
     with _counter_lock:
         n = next(_counter)
-    return f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.{n}{suffix}"
+    return (
+        f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}"
+        f".{n:06d}{suffix}"
+    )
 
 
 class TfEventsSink:
