@@ -960,7 +960,7 @@ class _Group:
 
         size = layout.size
         block = _scratch("block", size * len(members))
-        into = memoryview(block)  # type: ignore[arg-type]
+        into = memoryview(block)
         for at, j in zip(range(0, len(block), size), members):
             into[at : at + size] = datas[j]
         rows = block.reshape(len(members), size)
