@@ -32,21 +32,28 @@ def is_local(fs: Any) -> bool:
     return protocol in ("file", "local")
 
 
-#: how :meth:`LocalFiles.read_from` opens and reads (``pread`` is not on every system).
-_READ_ONLY, _PREAD = os.O_RDONLY | getattr(os, "O_BINARY", 0), getattr(os, "pread", None)
+#: how :class:`LocalFiles` opens and reads: never waiting in ``open`` (a FIFO put in a listed
+#: file's place reads as empty; a regular file reads as always), ``pread`` where there is one.
+_READ_ONLY = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+_PREAD = getattr(os, "pread", None)
 
 
 class LocalFiles:
-    """The local file system with files opened for reading by Python's ``open`` directly:
-    fsspec's ``open`` costs more than a small event file's whole decoding (path normalising,
-    ``info`` calls). Everything else goes to ``fs``."""
+    """The local file system with files opened for reading directly: fsspec's ``open`` costs
+    more than a small event file's whole decoding (path normalising, ``info`` calls).
+    Everything else goes to ``fs``."""
 
     def __init__(self, fs: Any) -> None:
         self.fs = fs
 
     def open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
         if mode == "rb" and not kwargs:
-            return open(path, "rb")  # noqa: SIM115 (the caller closes it)
+            fd = os.open(path, _READ_ONLY)
+            try:
+                return os.fdopen(fd, "rb")
+            except BaseException:  # a folder in the file's place: fdopen leaves the fd open
+                os.close(fd)
+                raise
         return self.fs.open(path, mode, **kwargs)
 
     def read_from(self, path: str, offset: int, limit: int) -> bytes | None:
