@@ -100,6 +100,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "ReaderSpec",
         "warn_corrupt",
         "size_of",
+        "read_whole",
     ),
     "tallyboard.plugin.registry": (
         "get_registry",

@@ -398,6 +398,24 @@ def warn_corrupt(path: str, offset: int, what: str) -> None:
     warnings.warn(f"{path}: {what} at offset {offset}", ReadWarning, stacklevel=3)
 
 
+def read_whole(fs: Any, path: str, offset: int, limit: int) -> bytes | None:
+    """The bytes of ``path`` on ``fs`` from ``offset`` to its end (as large as it is now), or
+    None when they are more than ``limit`` or its size cannot be told: for a reader that
+    decodes small files whole. The file system a reader is given reads a local file so with
+    one ``open``, ``fstat`` and ``pread``, no file object."""
+    read_from = getattr(fs, "read_from", None)
+    if read_from is not None:
+        return read_from(path, offset, limit)  # type: ignore[no-any-return]
+    with fs.open(path, "rb") as f:
+        size = size_of(f)
+        if size is None or size - offset > limit:
+            return None
+        if size <= offset:
+            return b""
+        f.seek(offset)
+        return f.read(size - offset)  # type: ignore[no-any-return]
+
+
 def size_of(f: Any) -> int | None:
     """The size of an open file: fsspec's ``size``, else ``fstat`` of a plain file."""
     size = getattr(f, "size", None)

@@ -34,7 +34,13 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tallyboard.plugin.readers import Batch, Batches, ChunkedFileReader, size_of, warn_corrupt
+from tallyboard.plugin.readers import (
+    Batch,
+    Batches,
+    ChunkedFileReader,
+    read_whole,
+    warn_corrupt,
+)
 from tallyboard.records.framing import crc32c, mask
 
 FORMAT = "tfevents"
@@ -397,17 +403,7 @@ class EventFileReader(ChunkedFileReader):
         limit = (
             self.whole_limit if self.read_limit is None else min(self.whole_limit, self.read_limit)
         )
-        read_from = getattr(self.fs, "read_from", None)  # a local file: no file object needed
-        if read_from is not None:
-            return read_from(self.path, self.offset, limit)  # type: ignore[no-any-return]
-        with self.fs.open(self.path, "rb") as f:
-            size = size_of(f)
-            if size is None or size - self.offset > limit:
-                return None
-            if size <= self.offset:
-                return b""
-            f.seek(self.offset)
-            return f.read(size - self.offset)  # type: ignore[no-any-return]
+        return read_whole(self.fs, self.path, self.offset, limit)
 
     def _check_need(self) -> None:
         """What :meth:`read_new` does with a unit it stopped at: one longer than
