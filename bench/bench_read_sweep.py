@@ -3,8 +3,8 @@
 ``python bench/bench_read_sweep.py [case ...] [--repeats N] [--slow-repeats N] [--rustboard-repeats N]
 [--rustboard-timeout SECONDS] [--skip NAME]`` (a RustBoard that has not loaded the tree within
 the timeout is reported with how many runs it had loaded, and left out of the table)
-(NAME: ``eventaccumulator``, ``tbparse``, ``rustboard``, ``ls``, ``export``, ``incremental``:
-leave that reader or measure out). Cases (default: ``file-1m runs-1k runs-10k runs-100k s3-1k``):
+(NAME: ``eventaccumulator``, ``tbparse``, ``rustboard``, ``ls``, ``bytes``, ``export``,
+``incremental``: leave that reader or measure out). Cases (default: ``file-1m runs-1k runs-10k runs-100k s3-1k``):
 
 - ``file-1m``: one run, one file of 1,000,000 scalars (10 tags x 100,000 steps);
 - ``runs-1k``: 1,000 runs x 1,000 steps x 3 tags (1,000 files, 3,000,000 scalars);
@@ -23,11 +23,14 @@ written record by record here, not copied). The contenders take turns: each roun
 of them once, so a machine whose load changes weighs on all alike. Reported: mean, median and
 max (tail) of the rounds, in seconds, and each reader's median over tallyboard's.
 
-For sweeps, three more measures on the same tree, taking turns with the reads:
+For sweeps, four more measures on the same tree, taking turns with the reads:
 
 - ``tallyboard ls`` (every run, tag, count, step range, last update; printed to /dev/null) and
   ``tallyboard export --dataset`` into a fresh directory, beside ``read`` plus the same
   partitioned Parquet write (``pyarrow.dataset.write_dataset``, one folder per run);
+- ``bytes only``: every run folder listed and every file read, nothing decoded, one process
+  per core: the floor under ``read`` and ``ls`` alike (what no Python reader of these files
+  escapes);
 - the incremental re-read: a ``tallyboard.Reader`` polled once (everything), then after 1% of
   the runs grew by 10 steps (a different 1% each round), polled again: the time of that poll
   against the first full ``read``; and a poll when nothing changed.
@@ -286,6 +289,36 @@ def tallyboard_ls(path: str) -> None:
 
     with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
         cmd_ls(path, False)
+
+
+def bytes_only(path: str) -> int:
+    """The floor under any reader of a local sweep: every run folder listed and every file's
+    bytes read, nothing decoded, one process per core (the first share here, the others in
+    processes forked now, as ``tallyboard.read`` and ``ls`` deal a wide tree); bytes read."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with os.scandir(path) as it:
+        tops = [e.path for e in it if e.is_dir(follow_symlinks=False)]
+    n = os.cpu_count() or 1
+    shares = [tops[k::n] for k in range(n)]
+    with ProcessPoolExecutor(n - 1, mp_context=multiprocessing.get_context("fork")) as pool:
+        rest = [pool.submit(_read_folders, share) for share in shares[1:]]
+        return _read_folders(shares[0]) + sum(f.result() for f in rest)
+
+
+def _read_folders(folders: list[str]) -> int:
+    """The bytes of every file under ``folders`` (each listed once, one read per file)."""
+    total, todo = 0, list(folders)
+    while todo:
+        with os.scandir(todo.pop()) as it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+                else:
+                    with open(entry.path, "rb") as f:
+                        total += len(f.read())
+    return total
 
 
 def tallyboard_export_dataset(path: str) -> Any:
@@ -585,6 +618,8 @@ def run_case(case: str, repeats: int, slow_repeats: int, skip: set[str]) -> None
             del contenders["RustBoard gRPC --checksum"]
         if runs and "ls" not in skip:
             contenders["tallyboard ls"] = tallyboard_ls
+        if runs and "bytes" not in skip:
+            contenders["bytes only (list + read, no decode)"] = bytes_only
         if runs and "export" not in skip:
             contenders["tallyboard export --dataset"] = tallyboard_export_dataset
             contenders["read + the same Parquet write"] = read_and_write_parquet

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 import time
@@ -87,6 +88,26 @@ def test_ls_columns_line_up_whatever_the_widths_of_their_cells(tmp_path: Path) -
     joined = "\n".join(rows)
     assert "undecoded (someone_elses)" in joined and "123456789..123456789" in joined
     assert "33658-" in joined and "1970-01-01 00:00:00" in joined
+
+
+def test_ls_shows_each_rows_own_last_update_and_steps_when_runs_share_them(
+    tmp_path: Path,
+) -> None:
+    walls = {"a": 100.2, "b": 50.5, "c": 100.9, "d": 86_400.0}  # a and c in one second
+    for run, wall in walls.items():
+        with SummaryWriter(str(tmp_path / run)) as w:
+            w.add_scalar("loss", 1.0, 0, walltime=wall - 1)
+            w.add_scalar("loss", 2.0, 5 if run != "b" else 7, walltime=wall)
+    out = pb("ls", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    rows = [re.split(r"\s{2,}", line) for line in out.stdout.splitlines()[1:]]
+    shown = {run: (steps, last) for run, _, _, _, steps, last in rows}
+    assert shown == {
+        "a": ("0..5", "1970-01-01 00:01:40"),
+        "b": ("0..7", "1970-01-01 00:00:50"),
+        "c": ("0..5", "1970-01-01 00:01:40"),
+        "d": ("0..5", "1970-01-02 00:00:00"),
+    }
 
 
 @pytest.mark.parametrize("suffix", ["csv", "parquet", "jsonl"])

@@ -10,7 +10,7 @@ import base64
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from tallyboard.extras import require
@@ -123,7 +123,8 @@ def cmd_ls(logdir: str, as_json: bool, formats: Sequence[str] | None = None) -> 
 
 def _cells(rows: Sequence[tuple[Any, ...]]) -> Iterator[tuple[str, ...]]:
     """The cells ``ls`` shows of each row of :func:`_listing` (a last update as
-    ``YYYY-MM-DD HH:MM:SS`` UTC, or ``-``)."""
+    ``YYYY-MM-DD HH:MM:SS`` UTC, or ``-``). Each distinct count, step range and second is
+    formatted once: a sweep's runs repeat them."""
     import numpy as np
 
     if not rows:
@@ -131,16 +132,29 @@ def _cells(rows: Sequence[tuple[Any, ...]]) -> Iterator[tuple[str, ...]]:
     run, kind, tag, count, lo, hi, last, plugin = zip(*rows)
     walls = np.array([np.nan if w is None else w for w in last], np.float64)
     shown = np.isfinite(walls) & (np.abs(walls) < 1e15)
-    seconds = np.floor(walls[shown]).astype(np.int64).astype("datetime64[s]")
-    at = (t.replace("T", " ") for t in np.datetime_as_string(seconds, unit="s").tolist())
+    seconds, which = np.unique(np.floor(walls[shown]).astype(np.int64), return_inverse=True)
+    stamps = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s").tolist()
+    stamps = [t.replace("T", " ") for t in stamps]
+    at = iter(which.reshape(-1).tolist())
     return zip(
         run,
         [k if k != undecoded.KIND else f"undecoded ({p})" for k, p in zip(kind, plugin)],
         tag,
-        [str(c) for c in count],
-        ["-" if a is None else f"{a}..{b}" for a, b in zip(lo, hi)],
-        [next(at) if ok else "-" for ok in shown.tolist()],
+        _each_once(count, str),
+        _each_once(zip(lo, hi), _step_range),
+        [stamps[next(at)] if ok else "-" for ok in shown.tolist()],
     )
+
+
+def _each_once(values: Iterable[Any], fmt: Callable[[Any], str]) -> list[str]:
+    """``fmt(v)`` for every value, each distinct value formatted once."""
+    done: dict[Any, str] = {}
+    return [done[v] if v in done else done.setdefault(v, fmt(v)) for v in values]
+
+
+def _step_range(lo_hi: tuple[Any, Any]) -> str:
+    lo, hi = lo_hi
+    return "-" if lo is None else f"{lo}..{hi}"
 
 
 def _widths(header: tuple[str, ...], rows: Sequence[tuple[Any, ...]]) -> list[int]:
