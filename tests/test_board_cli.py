@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from board_support import board, wait_until
+from board_support import Board, board, wait_until
 from tallyboard import SummaryWriter
 from tb_server import TensorBoard, free_port, stop_process_group
 
@@ -55,6 +55,19 @@ def _gone(proc: psutil.Process) -> bool:
         return True
 
 
+def _exit_code(b: Board, tb: psutil.Process, within: float = 30) -> int:
+    """The board's exit status once it exits within ``within`` seconds; else a failure that
+    says whether TensorBoard was still running and what the board printed."""
+    try:
+        return b.proc.wait(within)
+    except subprocess.TimeoutExpired:
+        state = "gone" if _gone(tb) else "still running"
+        pytest.fail(
+            f"board still running {within:g} s on (TensorBoard {state}); it printed:\n"
+            + b.stderr()[-3000:]
+        )
+
+
 def test_board_serves_the_runs_on_loopback_prints_the_url_and_ctrl_c_stops_both(
     logdir: Path,
 ) -> None:
@@ -81,14 +94,25 @@ def test_board_serves_the_runs_on_loopback_prints_the_url_and_ctrl_c_stops_both(
         web = b.tb.base.rsplit(":", 1)[1]
         wait_until(lambda: f"TensorBoard at http://localhost:{web}/" in b.stderr(), 30, "URL")
         b.proc.send_signal(signal.SIGINT)
-        assert b.proc.wait(30) == 0
+        assert _exit_code(b, tb) == 0
         assert _gone(tb)
+
+
+def test_a_tensorboard_that_does_not_stop_is_killed_and_board_says_so(logdir: Path) -> None:
+    with board(str(logdir)) as b:
+        tb = _tensorboard_of(b.proc.pid)
+        tb.suspend()  # SIGSTOP: the SIGTERM board sends waits, as for a TensorBoard stuck exiting
+        b.proc.send_signal(signal.SIGINT)
+        assert _exit_code(b, tb) == 0
+        assert _gone(tb)
+        assert "TensorBoard had not exited 10 s after SIGTERM: killed" in b.stderr()
 
 
 def test_when_tensorboard_dies_board_stops_and_says_why(logdir: Path) -> None:
     with board(str(logdir)) as b:
-        _tensorboard_of(b.proc.pid).kill()
-        assert b.proc.wait(30) == 1
+        tb = _tensorboard_of(b.proc.pid)
+        tb.kill()
+        assert _exit_code(b, tb) == 1
         assert "TensorBoard exited with status -9" in b.stderr()
 
 

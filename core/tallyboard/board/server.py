@@ -127,7 +127,12 @@ class BoardServer:
         (a pass stuck in a call to the store is left behind after ``grace`` + 5 seconds)."""
         self.loader.stop(0)
         self._server.stop(grace).wait()
-        self.loader.stop(grace + 5)
+        if not self.loader.stop(grace + 5):
+            log.warning(
+                "a pass over %s was still reading %g s after stop(): left behind",
+                self.logdir,
+                grace + 5,
+            )
         self._thread.join(timeout=grace + 5)
 
     def __enter__(self) -> BoardServer:

@@ -267,13 +267,29 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> int:
+def _ask_to_stop(proc: subprocess.Popen[bytes]) -> float:
+    """SIGTERM to TensorBoard's process group (when it runs); when it was asked, for
+    :func:`_stop`."""
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
+    return time.monotonic()
+
+
+def _stop(proc: subprocess.Popen[bytes], asked: float | None = None) -> int:
+    """Stop TensorBoard: asked now (or at ``asked``, by :func:`_ask_to_stop`), killed when it
+    has not exited :data:`TB_STOP` seconds after; its exit status."""
+    if proc.poll() is None:
+        if asked is None:
+            asked = _ask_to_stop(proc)
         try:
-            proc.wait(TB_STOP)
+            proc.wait(max(0.0, asked + TB_STOP - time.monotonic()))
         except subprocess.TimeoutExpired:
+            print(
+                f"tallyboard board: TensorBoard had not exited {TB_STOP:g} s after SIGTERM: killed",
+                file=sys.stderr,
+                flush=True,
+            )
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -350,10 +366,11 @@ def cmd_board(args: Any, extra: list[str]) -> int:
             return _fail("board", f"TensorBoard exited with status {code}") if code else 0
     except (KeyboardInterrupt, _Stop):
         return 0
-    finally:
-        _stop(proc)
+    finally:  # TensorBoard and the provider stop side by side: Ctrl-C waits for the slower
+        asked = _ask_to_stop(proc)
         if server is not None:
             server.stop()
+        _stop(proc, asked)
 
 
 def _dial(host: str) -> str:
