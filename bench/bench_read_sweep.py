@@ -4,7 +4,8 @@
 [--rustboard-timeout SECONDS] [--skip NAME]`` (a RustBoard that has not loaded the tree within
 the timeout is reported with how many runs it had loaded, and left out of the table)
 (NAME: ``eventaccumulator``, ``tbparse``, ``rustboard``, ``ls``, ``bytes``, ``export``,
-``incremental``: leave that reader or measure out). Cases (default: ``file-1m runs-1k runs-10k runs-100k s3-1k``):
+``incremental``: leave that reader or measure out). Cases (default: ``file-1m runs-1k runs-10k
+runs-100k s3-1k``):
 
 - ``file-1m``: one run, one file of 1,000,000 scalars (10 tags x 100,000 steps);
 - ``runs-1k``: 1,000 runs x 1,000 steps x 3 tags (1,000 files, 3,000,000 scalars);
@@ -301,6 +302,8 @@ def bytes_only(path: str) -> int:
     with os.scandir(path) as it:
         tops = [e.path for e in it if e.is_dir(follow_symlinks=False)]
     n = os.cpu_count() or 1
+    if n == 1:
+        return _read_folders(tops)
     shares = [tops[k::n] for k in range(n)]
     with ProcessPoolExecutor(n - 1, mp_context=multiprocessing.get_context("fork")) as pool:
         rest = [pool.submit(_read_folders, share) for share in shares[1:]]
