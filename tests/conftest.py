@@ -4,10 +4,22 @@ pytest-xdist keeps on one worker."""
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Tests that press Ctrl-C on a process they start (SIGINT to `tallyboard board`) stand for a
+# user at a terminal, where the process in the foreground gets the key. A suite started with
+# SIGINT ignored (a script's `cmd &` without job control ignores it, and so every process
+# started under it, Python's handler included) would otherwise test a press that nothing can see.
+if (
+    threading.current_thread() is threading.main_thread()
+    and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+):
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Modules whose tests share a costly module-scoped setup (runs written by Keras, Lightning,
 # Hugging Face and the demo for the browser; TensorBoard through tallyboard board; a Ray
