@@ -68,11 +68,23 @@ class MlflowServer:
             time.sleep(0.5)
 
     def kill(self) -> None:
-        """SIGKILL the server's process group: connections are refused from now on."""
+        """SIGKILL the server's process group: connections are refused from now on. Returns
+        once every process of the group is gone: uvicorn's worker, killed too, holds the
+        listening socket and open connections until its own exit is through (about a second
+        after its parent's here), and a request it takes meanwhile is reset, not refused."""
         if self.proc is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=30)
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    os.killpg(self.proc.pid, 0)
+                except ProcessLookupError:
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError("mlflow server's processes outlived SIGKILL by 30 s")
+                time.sleep(0.01)
             self.proc = None
 
     def stop(self) -> None:
