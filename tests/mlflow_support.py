@@ -13,7 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 from tb_server import free_port, stop_process_group
+
+
+def _exited(proc: psutil.Process) -> bool:
+    """Whether ``proc`` has exited (a zombie has: its files, sockets included, are closed)."""
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 class MlflowServer:
@@ -68,20 +77,20 @@ class MlflowServer:
             time.sleep(0.5)
 
     def kill(self) -> None:
-        """SIGKILL the server's process group: connections are refused from now on. Returns
-        once every process of the group is gone: uvicorn's worker, killed too, holds the
-        listening socket and open connections until its own exit is through (about a second
-        after its parent's here), and a request it takes meanwhile is reset, not refused."""
+        """SIGKILL the server's process group; returns once every process of it has exited
+        (uvicorn's worker, killed too, can exit after its parent): new connections are refused
+        from then on. A connection a client kept alive from before may still be reset on its
+        next request, as when any server dies."""
         if self.proc is not None:
+            members: list[psutil.Process] = []
+            with contextlib.suppress(psutil.NoSuchProcess):
+                main = psutil.Process(self.proc.pid)
+                members = [main, *main.children(recursive=True)]
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=30)
             deadline = time.monotonic() + 30
-            while True:
-                try:
-                    os.killpg(self.proc.pid, 0)
-                except ProcessLookupError:
-                    break
+            while not all(map(_exited, members)):
                 if time.monotonic() > deadline:
                     raise TimeoutError("mlflow server's processes outlived SIGKILL by 30 s")
                 time.sleep(0.01)
