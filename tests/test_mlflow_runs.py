@@ -129,8 +129,6 @@ def test_a_dead_or_silent_server_cannot_hold_flush_or_close_past_the_deadline(
     messages = [str(c.message) for c in caught if issubclass(c.category, SinkWarning)]
     assert len(messages) == 1, messages
     assert "250 values could not be sent" in messages[0] and "tallyboard sync" in messages[0]
-    if server == "dead":  # every call refused: no value left the machine, none may have arrived
-        assert "never answered" not in messages[0], messages
     assert [e.step for e in load_run(log_dir).Scalars("loss")] == list(range(250))
     entry = json.loads((log_dir / ".tallyboard-mlflow.json").read_text())[url]
     assert entry["unsent"] == 250 and entry["status"] == "FINISHED" and not entry["ended"]
