@@ -14,15 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from tb_server import free_port, stop_process_group
-
-
-def _exited(proc: psutil.Process) -> bool:
-    """Whether ``proc`` has exited (a zombie has: its files, sockets included, are closed)."""
-    try:
-        return proc.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+from tb_server import exited, free_port, stop_process_group
 
 
 class MlflowServer:
@@ -90,7 +82,7 @@ class MlflowServer:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=30)
             deadline = time.monotonic() + 30
-            while not all(map(_exited, members)):
+            while not all(map(exited, members)):
                 if time.monotonic() > deadline:
                     raise TimeoutError("mlflow server's processes outlived SIGKILL by 30 s")
                 time.sleep(0.01)

@@ -23,6 +23,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def exited(proc: Any) -> bool:
+    """Whether the ``psutil.Process`` ``proc`` has exited: gone, or a zombie (whose files,
+    sockets included, are closed; only its parent's wait is left)."""
+    import psutil
+
+    try:
+        return bool(proc.status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True
+
+
 def stop_process_group(proc: subprocess.Popen[Any], timeout: float) -> None:
     """Stop a server started with ``start_new_session=True``: SIGTERM, then SIGKILL after ``timeout``."""
     with contextlib.suppress(ProcessLookupError):

@@ -18,7 +18,7 @@ import psutil
 import pytest
 from board_support import Board, board, wait_until
 from tallyboard import SummaryWriter
-from tb_server import TensorBoard, free_port, stop_process_group
+from tb_server import TensorBoard, exited, free_port, stop_process_group
 
 
 @pytest.fixture(scope="module")
@@ -48,20 +48,13 @@ def _tensorboard_of(pid: int) -> psutil.Process:
     return child
 
 
-def _gone(proc: psutil.Process) -> bool:
-    try:
-        return proc.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 def _exit_code(b: Board, tb: psutil.Process, within: float = 30) -> int:
     """The board's exit status once it exits within ``within`` seconds; else a failure that
     says whether TensorBoard was still running and what the board printed."""
     try:
         return b.proc.wait(within)
     except subprocess.TimeoutExpired:
-        state = "gone" if _gone(tb) else "still running"
+        state = "gone" if exited(tb) else "still running"
         pytest.fail(
             f"board still running {within:g} s on (TensorBoard {state}); it printed:\n"
             + b.stderr()[-3000:]
@@ -95,7 +88,7 @@ def test_board_serves_the_runs_on_loopback_prints_the_url_and_ctrl_c_stops_both(
         wait_until(lambda: f"TensorBoard at http://localhost:{web}/" in b.stderr(), 30, "URL")
         b.proc.send_signal(signal.SIGINT)
         assert _exit_code(b, tb) == 0
-        assert _gone(tb)
+        assert exited(tb)
 
 
 def test_a_tensorboard_that_does_not_stop_is_killed_and_board_says_so(logdir: Path) -> None:
@@ -104,7 +97,7 @@ def test_a_tensorboard_that_does_not_stop_is_killed_and_board_says_so(logdir: Pa
         tb.suspend()  # SIGSTOP: the SIGTERM board sends waits, as for a TensorBoard stuck exiting
         b.proc.send_signal(signal.SIGINT)
         assert _exit_code(b, tb) == 0
-        assert _gone(tb)
+        assert exited(tb)
         assert "TensorBoard had not exited 10 s after SIGTERM: killed" in b.stderr()
 
 
@@ -121,7 +114,7 @@ def test_when_board_is_killed_tensorboard_follows(logdir: Path) -> None:
         tb = _tensorboard_of(b.proc.pid)
         b.proc.kill()  # no chance to clean up: TensorBoard is told by the kernel
         b.proc.wait(30)
-        wait_until(lambda: _gone(tb), 30, "TensorBoard stopping with its parent")
+        wait_until(lambda: exited(tb), 30, "TensorBoard stopping with its parent")
 
 
 def test_serve_alone_feeds_a_tensorboard_started_elsewhere(logdir: Path) -> None:

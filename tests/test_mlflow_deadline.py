@@ -22,6 +22,7 @@ from mlflow_support import MlflowServer
 from tallyboard import SinkOptions, SummaryWriter
 from tallyboard.plugin.network import NetworkSettings, NetworkSink
 from tallyboard.warn import SinkWarning
+from tb_server import free_port
 
 #: The REST calls the sink makes through tallyboard_mlflow.calls.BoundedClient.
 _SINK_APIS = (
@@ -174,8 +175,6 @@ class _Refused(NetworkSink):
     dead server does (the refusal raised from the client's own error)."""
 
     def send(self, items: list[Any]) -> None:
-        from tb_server import free_port
-
         try:
             socket.create_connection(("127.0.0.1", free_port()), self.call_timeout()).close()
         except ConnectionRefusedError as exc:
