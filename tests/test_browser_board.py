@@ -366,9 +366,28 @@ def test_graphs(page: Any, local: Any, tmp_path: Path) -> None:
     run_check(page, "graphs", tmp_path, body)
 
 
+def _is_live_data(response: Any) -> bool:
+    """The frontend's request for the live tag's points (one POST per tag, its runs in a form)."""
+    request = response.request
+    return request.url.endswith("/data/plugin/scalars/scalars_multirun") and "live_loss" in (
+        request.post_data or ""
+    )
+
+
+#: The state of the live card's data loader: whether it loads (only while it is on screen) and
+#: what it holds per series (0 loading, 1 loaded), for a failure message.
+_LOADER_STATE = """card => {
+    const loader = card.shadowRoot && card.shadowRoot.querySelector('tf-line-chart-data-loader');
+    return loader ? JSON.stringify({active: loader.active, loading: loader.dataLoading,
+                                    series: [...loader._dataLoadState.entries()]}) : 'no loader';
+}"""
+
+
 def test_values_appended_while_open_appear(
     page: Any, local: Any, logs: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     def body() -> None:
         goto(page, local.tb.base, "scalars&_smoothingWeight=0&tagFilter=^live_loss$")
         dash = page.locator("tf-scalar-dashboard")
@@ -382,13 +401,31 @@ def test_values_appended_while_open_appear(
 
         wait_until(served, 30, "the appended values served")  # the provider's next reload
         reload = page.locator("app-header-reload button").first  # TensorBoard's own button
+        card = dash.locator("tf-scalar-card").filter(has=page.get_by_text("live_loss", exact=True))
+        tries: list[str] = []  # what each reload got and drew, for the failure message
 
         def redrawn() -> bool:
-            reload.click()
-            page.wait_for_timeout(500)
-            return _scalar_vertices(page, dash, "live_loss") == 12
+            # One reload at a time: click, wait for the frontend to ask for the points and get
+            # them, then for the drawing (TensorBoard draws in the next animation frames).
+            try:
+                with page.expect_response(_is_live_data, timeout=15_000) as answer:
+                    reload.click()
+                got = f"{len(answer.value.json().get(LIVE, []))} points received"
+            except PlaywrightTimeout:
+                got = "no request for the points within 15 s"
+            drawn = 0
+            for _ in range(10):
+                drawn = _scalar_vertices(page, dash, "live_loss")
+                if drawn == 12:
+                    return True
+                page.wait_for_timeout(200)
+            tries.append(f"{got}, {drawn} drawn, loader {card.first.evaluate(_LOADER_STATE)}")
+            return False
 
-        wait_until(redrawn, 60, "the 7 new points drawn after a reload", every=1.0)
+        try:
+            wait_until(redrawn, 60, "the 7 new points drawn after a reload")
+        except TimeoutError as e:
+            raise AssertionError(f"{e}; each reload: {' | '.join(tries)}") from e
 
     run_check(page, "live", tmp_path, body)
 
