@@ -410,7 +410,11 @@ def test_values_appended_while_open_appear(
             try:
                 with page.expect_response(_is_live_data, timeout=15_000) as answer:
                     reload.click()
-                got = f"{len(answer.value.json().get(LIVE, []))} points received"
+                got = (
+                    f"{len(answer.value.json().get(LIVE, []))} points received"
+                    if answer.value.ok
+                    else f"HTTP {answer.value.status} for the points"
+                )
             except PlaywrightTimeout:
                 got = "no request for the points within 15 s"
             drawn = 0
