@@ -42,6 +42,10 @@ class Batch:
     #: values no decoder took, counted by ``(plugin name, tag)`` (the plugin name, or what holds
     #: the value when it names none), so nothing is dropped silently.
     undecoded: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: The wall time of the file's first record, when this batch begins at the file's start and
+    #: the format has one (an event file's header event): a run's start, as TensorBoard takes
+    #: it. None otherwise.
+    start_time: float | None = None
 
     def add_row(self, kind: str, row: dict[str, Any]) -> None:
         """Add one decoded value of ``kind`` (its fields, with ``tag``, ``step``, ``wall_time``)."""
@@ -58,10 +62,12 @@ class Batch:
             self.rows.setdefault(kind, []).extend(rows)
         for key, n in other.undecoded.items():
             self.undecoded[key] = self.undecoded.get(key, 0) + n
+        if self.start_time is None:
+            self.start_time = other.start_time
 
     def empty(self) -> bool:
-        """Whether the batch holds nothing: no scalar, no row, no undecoded value."""
-        return not (
+        """Whether the batch holds nothing: no scalar, no row, no undecoded value, no start."""
+        return self.start_time is None and not (
             self.tags
             or any(len(c[1]) for c in self.columns)
             or any(self.rows.values())

@@ -64,6 +64,18 @@ _NOT_VALUES = (None, "file_version")
 _NO_VALUE: set[bytes] = set()
 
 
+def _first_wall(payload: bytes) -> float | None:
+    """The wall time of a file's first ``Event`` (None when it does not parse)."""
+    if payload[:1] == b"\x09" and len(payload) >= 9:
+        return float(struct.unpack_from("<d", payload, 1)[0])
+    from .proto import Event
+
+    try:
+        return float(Event.FromString(payload).wall_time)
+    except Exception:  # reported as damage where the record is read
+        return None
+
+
 def _count(batch: Batch, plugin: str, tag: str) -> None:
     """Count a value no decoder took, by plugin name (or the field holding it) and tag."""
     key = (plugin, tag)
@@ -354,7 +366,7 @@ class EventFileReader(ChunkedFileReader):
                 stop = int(offs[idx + 1]) - 4 if idx + 1 < len(offs) else used - 4
                 payload = data[start + 12 : stop]
                 good = bool(ok[idx])
-                if good and payload[:1] == b"\x09" and payload[9:] in _NO_VALUE:
+                if good and payload[:1] == b"\x09" and payload[9:] in _NO_VALUE and start:
                     continue  # a header event (file_version) met before: nothing in it
                 if batch is None:
                     batch = Batch()
@@ -490,6 +502,8 @@ class EventFileReader(ChunkedFileReader):
         from .proto import Event
 
         headed = payload[:1] == b"\x09"  # the wall time first, as every writer puts it
+        if self.offset + pos == 0:  # the file's first event: the run's start, as TensorBoard's
+            batch.start_time = _first_wall(payload)
         if headed and payload[9:] in _NO_VALUE:
             return
         try:
