@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from make_writer_methods import builtin_methods
 from monitor_support import clean_registry  # noqa: F401 - autouse fixture
+from plugin_methods import builtin_methods
 from tallyboard import SummaryWriter, convert, monitor, read
 from tallyboard.faces.summary_writer import FileWriter
 
@@ -73,14 +73,17 @@ def _targets() -> dict[str, tuple[Any, str]]:
 
 
 TARGETS = _targets()
+PLUGIN_FUNCTIONS = list(builtin_methods().values())
 
 
 def _parameters(obj: Any) -> list[str]:
     if inspect.isclass(obj) and issubclass(obj, monitor.Aggregation):
         return []
-    sig = inspect.signature(obj)
+    params = list(inspect.signature(obj).parameters.values())
+    if obj in PLUGIN_FUNCTIONS:  # a plugin's function set as a method: its first is the writer
+        params = params[1:]
     kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    return [p.name for p in sig.parameters.values() if p.name != "self" and p.kind not in kinds]
+    return [p.name for p in params if p.name != "self" and p.kind not in kinds]
 
 
 def _section(doc: str, title: str) -> str | None:

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import make_writer_methods
 import numpy as np
+import plugin_methods
 import pytest
 from conftest import raw_events
 from mindspore_reader import values
@@ -173,7 +173,7 @@ BAD_VALUES: list[Any] = [
 
 
 def builtin_methods() -> list[str]:
-    return sorted(make_writer_methods.builtin_methods())
+    return sorted(plugin_methods.builtin_methods())
 
 
 def test_every_builtin_method_has_a_baseline() -> None:

@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     from tallyboard.cli import sync as cli_sync
 
     cli_sync.add_parser(sub)
+    from tallyboard.cli import stubs as cli_stubs
+
+    cli_stubs.add_parser(sub)
     return parser
 
 
@@ -131,6 +134,10 @@ def _run(argv: list[str] | None) -> int:
         return _plugins(args.json)
     if args.command == "sync":
         return cli_sync.run(args)
+    if args.command == "stubs":
+        from tallyboard.cli import stubs as cli_stubs
+
+        return cli_stubs.run(args)
     return cli_read.dispatch(args)
 
 

@@ -12,10 +12,9 @@ import functools
 import os
 import socket
 import threading
-import types
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -280,13 +279,7 @@ class SummaryWriter(WriterMethods):
         self.max_queue = check_int(max_queue, "max_queue", minimum=1)
         self.flush_secs = check_positive_number(flush_secs, "flush_secs")
         self.filename_suffix = filename_suffix
-        self._registry: Registry = get_registry()
-        # The plugins' functions bound to this writer, where no subclass overrides the method:
-        # a call reaches the plugin directly, not through WriterMethods' visible twin.
-        cls = type(self)
-        for name, (_, fn) in self._registry.methods.items():
-            if getattr(cls, name, None) is getattr(WriterMethods, name, None):
-                self.__dict__[name] = types.MethodType(fn, self)
+        self._registry: Registry = get_registry()  # also sets the plugins' add_* (WriterMethods)
         if _targets is None:
             _targets = parse_sinks(self._registry, sinks)
             if plan.subdir:  # a rank's run: a sink given a place writes there in the same subdir
@@ -780,18 +773,6 @@ class SummaryWriter(WriterMethods):
         _warn_failed(name, action, exc)
         if action != "close":
             _close_quietly(sink)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("add_"):
-            entry = get_registry().methods.get(name)
-            if entry is not None:
-                bound = types.MethodType(entry[1], self)
-                self.__dict__[name] = bound
-                return bound
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def __dir__(self) -> Iterable[str]:
-        return list(super().__dir__()) + list(get_registry().methods)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

@@ -120,6 +120,7 @@ class Registry:
 _lock = threading.RLock()
 _registry: Registry | None = None
 _extra_plugins: list[tuple[str, Any]] = []
+_watchers: list[Callable[[Registry | None], None]] = []
 
 
 def get_registry() -> Registry:
@@ -130,6 +131,8 @@ def get_registry() -> Registry:
         with _lock:
             if _registry is None:
                 _registry = build_registry(extra=_extra_plugins)
+                for watcher in _watchers:
+                    watcher(_registry)
             reg = _registry
     return reg
 
@@ -138,7 +141,19 @@ def reset_registry() -> None:
     """Forget the registry; the next use rebuilds it (picks up new plugins)."""
     global _registry
     with _lock:
-        _registry = None
+        if _registry is not None:
+            _registry = None
+            for watcher in _watchers:
+                watcher(None)
+
+
+def on_change(watcher: Callable[[Registry | None], None]) -> None:
+    """Call ``watcher(registry)`` each time the registry is built (now, if it is) and
+    ``watcher(None)`` each time it is reset: how the faces keep their methods in step."""
+    with _lock:
+        _watchers.append(watcher)
+        if _registry is not None:
+            watcher(_registry)
 
 
 def add_plugin(plugin: Any, name: str) -> None:
