@@ -69,20 +69,53 @@ def register_readers(register):
     )
 '''
 
+#: A reader plugin whose reads stall: ``*.stall`` files make the first pass hang (a disk or a
+#: decode that takes minutes), after writing the path in ``$TALLYBOARD_STALL_MARK`` once it has
+#: begun (so a test knows the load is under way).
+STALL_PLUGIN = '''
+"""A third-party reader plugin whose reads take 120 s."""
+import os
+import time
+
+from tallyboard import hookimpl
+from tallyboard.plugin.readers import ChunkedFileReader, ReaderSpec
+
+
+class StallReader(ChunkedFileReader):
+    def __init__(self, fs, path, decoders):
+        super().__init__(fs, path)
+
+    def _scan(self, data, batch):
+        mark = os.environ.get("TALLYBOARD_STALL_MARK")
+        if mark:
+            with open(mark, "w") as f:
+                f.write(self.path)
+        time.sleep(120)
+        return len(data)
+
+
+@hookimpl
+def register_readers(register):
+    register(ReaderSpec(name="stall", matches=lambda name: name.endswith(".stall"),
+                        open=StallReader, description="reads that stall", priority=20))
+'''
+
 RUNS = ["csv/run", "events/all", "events/all/trial", "jsonl/run", "mindspore/seed0", "tsv/run"]
 
 
-def install_tsv_plugin(root: Path) -> Path:
-    """Install :data:`TSV_PLUGIN` as the distribution ``tallyboard-tsv`` under ``root``
-    (a package plus its ``.dist-info`` with the entry point); put ``root`` on ``sys.path`` or
-    ``PYTHONPATH`` to have it found like any installed plugin."""
-    pkg = root / "tallyboard_tsv"
+def install_tsv_plugin(root: Path, name: str = "tsv", source: str = TSV_PLUGIN) -> Path:
+    """Install :data:`TSV_PLUGIN` (or ``source``) as the distribution ``tallyboard-<name>``
+    under ``root`` (a package plus its ``.dist-info`` with the entry point); put ``root`` on
+    ``sys.path`` or ``PYTHONPATH`` to have it found like any installed plugin."""
+    pkg = root / f"tallyboard_{name}"
     pkg.mkdir(parents=True, exist_ok=True)
-    (pkg / "__init__.py").write_text(TSV_PLUGIN)
-    info = root / "tallyboard_tsv-0.1.dist-info"
+    (pkg / "__init__.py").write_text(source)
+    info = root / f"tallyboard_{name}-0.1.dist-info"
     info.mkdir(exist_ok=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tallyboard-tsv\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[tallyboard]\ntsv = tallyboard_tsv\n")
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: tallyboard-{name}\nVersion: 0.1\n"
+    )
+    (info / "entry_points.txt").write_text(f"[tallyboard]\n{name} = tallyboard_{name}\n")
     return root
 
 

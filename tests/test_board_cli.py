@@ -12,13 +12,19 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
+import grpc
 import psutil
 import pytest
-from board_support import Board, board, wait_until
+from board_support import STALL_PLUGIN, Board, board, env_with, install_tsv_plugin, wait_until
 from tallyboard import SummaryWriter
 from tb_server import TensorBoard, exited, free_port, stop_process_group
+from tensorboard.data.proto import data_provider_pb2 as pb
+from tensorboard.data.proto import data_provider_pb2_grpc as pb_grpc
 
 
 @pytest.fixture(scope="module")
@@ -224,3 +230,153 @@ def test_every_option_says_its_default() -> None:
         for action in p._actions:
             if action.option_strings and action.dest != "help":
                 assert "default" in (action.help or ""), (name, action.option_strings)
+
+
+@pytest.fixture(scope="module")
+def stalled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], Path]:
+    """A log dir whose first load stalls for 120 s (a run read by a plugin whose reads hang,
+    beside an ordinary one), the environment that installs that plugin, and the file the
+    plugin writes once the load is under way."""
+    root = tmp_path_factory.mktemp("stalled")
+    with SummaryWriter(root / "logs/fast") as w:
+        w.add_scalar("loss", 0.5, 0)
+    (root / "logs/slow").mkdir()
+    (root / "logs/slow/run.stall").write_bytes(b"x" * 100)
+    mark = root / "entered"
+    env = env_with(install_tsv_plugin(root / "plugin", "stall", STALL_PLUGIN))
+    env["TALLYBOARD_STALL_MARK"] = str(mark)
+    return root / "logs", env, mark
+
+
+def _asked_in_background(call: Any) -> tuple[threading.Thread, list[Any]]:
+    """``call()`` on a thread; what it returned or raised lands in the list."""
+    got: list[Any] = []
+
+    def run() -> None:
+        try:
+            got.append(call())
+        except Exception as exc:  # the answer under test
+            got.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, got
+
+
+def _stopped_within(proc: subprocess.Popen[Any], seconds: float, what: str) -> float:
+    """Seconds ``proc`` took to exit after now; fails (and kills it) past ``seconds``."""
+    start = time.monotonic()
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        stop_process_group(proc, 10)
+        pytest.fail(f"{what} still running {seconds:g} s after it was asked to stop")
+    return time.monotonic() - start
+
+
+def test_sigterm_ends_serve_at_once_while_a_request_waits_for_a_stalled_first_load(
+    stalled: tuple[Path, dict[str, str], Path],
+) -> None:
+    # The first load stalls for 120 s and a request waits for it (as long as the deadline,
+    # 60 s, lets it). SIGTERM must end the provider now: the request is answered UNAVAILABLE.
+    logdir, env, mark = stalled
+    mark.unlink(missing_ok=True)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tallyboard", "serve", str(logdir), "--port", str(port)]
+        + ["--deadline", "30"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        wait_until(mark.exists, 60, "the stalled load starting")
+        stub = pb_grpc.TensorBoardDataProviderStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+        thread, got = _asked_in_background(lambda: stub.ListRuns(pb.ListRunsRequest(), timeout=90))
+        time.sleep(0.5)  # the request is in, waiting for the first load
+        assert thread.is_alive() and not got
+        proc.send_signal(signal.SIGTERM)
+        took = _stopped_within(proc, 5, "tallyboard serve")
+        thread.join(5)
+        assert proc.returncode == 0
+        (answer,) = got
+        assert isinstance(answer, grpc.RpcError), answer
+        assert answer.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+        err = proc.stderr.read()
+        assert "Traceback" not in err and "warning" not in err, err
+        print(f"serve exited {took:.2f} s after SIGTERM")
+    finally:
+        if proc.poll() is None:
+            stop_process_group(proc, 10)
+        proc.stderr.close()
+
+
+def test_ctrl_c_ends_board_at_once_while_tensorboard_waits_for_a_stalled_first_load(
+    stalled: tuple[Path, dict[str, str], Path], tmp_path: Path
+) -> None:
+    logdir, env, mark = stalled
+    mark.unlink(missing_ok=True)
+    log = tmp_path / "board.log"
+    port = free_port()
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tallyboard", "board", str(logdir), "--port", str(port)]
+            + ["--deadline", "30"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+            start_new_session=True,
+        )
+    try:
+        wait_until(lambda: "TensorBoard at" in log.read_text(), 120, "TensorBoard answering")
+        wait_until(mark.exists, 60, "the stalled load starting")
+        tb = TensorBoard(port)
+        thread, got = _asked_in_background(lambda: tb.get_json("/data/runs"))
+        time.sleep(1)  # TensorBoard asked the provider, which waits for the first load
+        assert thread.is_alive() and not got
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends
+        took = _stopped_within(proc, 15, "tallyboard board")
+        assert proc.returncode == 0
+        assert "Traceback" not in log.read_text(), log.read_text()
+        print(f"board exited {took:.2f} s after Ctrl-C")
+    finally:
+        if proc.poll() is None:
+            stop_process_group(proc, 10)
+
+
+def test_serve_reports_each_problem_in_one_line_named_after_itself(tmp_path: Path) -> None:
+    # a value float32 cannot hold (numpy's overflow warning inside the provider), a malformed
+    # row (the reader's warning) and a host that is not loopback: one line each, each naming
+    # `tallyboard serve`, never Python's warning with its file, line and source line
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run/scalars.csv").write_text(
+        "wall_time,step,tag,value\n1.0,0,loss,1e300\n2.0,1,loss,oops\n3.0,2,loss,0.5\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tallyboard", "serve", str(tmp_path), "--port", "0"]
+        + ["--host", "0.0.0.0", "--reload", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line.rstrip("\n"))
+            if "malformed CSV row" in line:
+                break
+        time.sleep(0.5)  # anything printed after the pass (nothing should be)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        lines += proc.stderr.read().splitlines()
+    finally:
+        if proc.poll() is None:
+            stop_process_group(proc, 10)
+        proc.stderr.close()
+    assert all(line.startswith("tallyboard serve: ") for line in lines), lines
+    assert len(lines) == 3, lines
+    assert "warning: the data provider listens on 0.0.0.0, not loopback" in lines[0]
+    assert "Ctrl-C stops" in lines[1]
+    assert "scalars.csv: malformed CSV row" in lines[2] and "offset 42" in lines[2]

@@ -379,6 +379,40 @@ def test_stop_ends_a_running_pass_at_its_next_window_and_nothing_read_is_lost(
     assert sorted(update.batches) == sorted({"a", "b", "c", "d"} - set(given))
 
 
+def test_stop_answers_the_requests_waiting_for_the_first_load_at_once(
+    tmp_path: Path, provider: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "scalars.csv").write_text("wall_time,step,tag,value\n1.0,0,loss,0.5\n")
+    release = threading.Event()
+    _, entered = _hold_ingest(monkeypatch, release)
+    # a first load that stalls: requests wait for it up to stall_after(30) + 0.5 = 60.5 s
+    server, stub = provider(str(tmp_path), deadline=30)
+    assert entered.wait(30)
+    got: list[Any] = []
+
+    def ask() -> None:
+        try:
+            got.append(runs(stub))
+        except grpc.RpcError as exc:
+            got.append(exc)
+
+    waiting = threading.Thread(target=ask)
+    waiting.start()
+    time.sleep(0.3)
+    assert waiting.is_alive() and not got  # waiting for the first load
+    try:
+        server.stop(grace=0.5, wait=0.5)  # the pass, held in its window, is left behind
+        waiting.join(5)
+        assert not waiting.is_alive()
+        (answer,) = got
+        assert isinstance(answer, grpc.RpcError)
+        assert answer.code() == grpc.StatusCode.UNAVAILABLE
+        assert "is stopping" in answer.details()
+    finally:
+        release.set()
+
+
 def test_a_first_listing_that_hangs_on_a_local_disk_answers_with_the_stall(
     tmp_path: Path, provider: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

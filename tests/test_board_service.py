@@ -33,6 +33,8 @@ def _write(root: Path) -> None:
         w.add_hparams({"lr": 0.5}, {"m": 1.0}, run_name="trial")
     with SummaryWriter(root / "late", sinks=["csv"]) as w:
         w.add_scalar("loss", 2.0 / 3.0, 0, walltime=500.0)
+    with SummaryWriter(root / "quiet") as w:  # a file, no value yet
+        w.flush()
     (root / "empty").mkdir()
 
 
@@ -59,17 +61,32 @@ def _scalars(stub: Any, **fields: Any) -> Any:
     }
 
 
-def test_runs_are_listed_by_start_time_and_only_with_points(stub: Any) -> None:
+def _first_event_wall_time(run_dir: Path) -> float:
+    """The wall time of the first event of a run's first event file, read by TensorBoard."""
+    from tensorboard.backend.event_processing import event_file_loader
+
+    (path,) = sorted(run_dir.glob("*tfevents*"))
+    return float(next(iter(event_file_loader.EventFileLoader(str(path)).Load())).wall_time)
+
+
+def test_runs_are_listed_by_start_time_the_wall_time_of_their_first_event(stub: Any) -> None:
     runs = stub.ListRuns(pb.ListRunsRequest()).runs
-    assert [r.name for r in runs][:2] == ["late", "early"]  # 500 s before 1000 s
-    assert "empty" not in [r.name for r in runs]
-    assert runs[0].start_time == 500.0
+    names = [r.name for r in runs]
+    assert names[0] == "late" and runs[0].start_time == 500.0  # a CSV: its first value
+    assert sorted(names) == ["early", "early/trial", "late", "quiet"]
+    assert "empty" not in names  # a folder with no file is no run
+    starts = {r.name: r.start_time for r in runs}
+    # an event file's first event (its header), not its first value (logged at 1000 s)
+    assert starts["early"] == _first_event_wall_time(Path(stub.root) / "early") > 1000.0
+    # a run whose file holds no value yet is listed, as TensorBoard lists it
+    assert starts["quiet"] == _first_event_wall_time(Path(stub.root) / "quiet")
+    assert [r.start_time for r in runs] == sorted(r.start_time for r in runs)
 
 
-def test_experiment_names_its_log_dir(stub: Any) -> None:
+def test_experiment_names_its_log_dir_only(stub: Any) -> None:
     res = stub.GetExperiment(pb.GetExperimentRequest())
     assert res.data_location == stub.root
-    assert res.creation_time.ToSeconds() == 500
+    assert not res.HasField("creation_time")  # as RustBoard and TensorBoard's loader answer
 
 
 def test_plugins_are_those_holding_data(stub: Any) -> None:
@@ -201,6 +218,62 @@ def test_blobs_are_read_by_key_and_an_unknown_key_is_refused(stub: Any) -> None:
     with pytest.raises(grpc.RpcError) as err:
         list(stub.ReadBlob(pb.ReadBlobRequest(blob_key="not a key")))
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def _refused(stub: Any, key: str) -> Any:
+    with pytest.raises(grpc.RpcError) as err:
+        list(stub.ReadBlob(pb.ReadBlobRequest(blob_key=key)))
+    return err.value
+
+
+def _b64(raw: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "key, words",
+    [
+        (_b64(b'["early","img",true,0]'), "not a blob key of this provider"),  # a bool step
+        (_b64(b'["early","img",1.0,0]'), "not a blob key of this provider"),
+        (_b64(b'["early","img",0,-1]'), "not a blob key of this provider"),
+        (_b64(b'["early","img",9223372036854775808,0]'), "not a blob key"),  # past int64
+        (_b64(b'["early","img",0,0,0]'), "not a blob key of this provider"),
+        (_b64(b"[" * 10_000), "not a blob key of this provider"),  # deep, within the size
+        (_b64(b"[" * 200_000), "more than the 16,384"),  # 266,667 characters
+        ("A" * 3_000_000, "more than the 16,384"),  # 3 MB: under gRPC's 4 MiB limit
+        ("not a key", "not URL-safe base64"),
+        ("", "not a blob key of this provider"),
+    ],
+)
+def test_a_malformed_blob_key_is_an_invalid_argument_quoting_only_its_start(
+    stub: Any, key: str, words: str
+) -> None:
+    err = _refused(stub, key)
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err
+    assert words in err.details()
+    assert len(err.details()) < 200 and key[:40] in err.details()
+
+
+def test_a_well_formed_key_of_nothing_served_is_not_found_quoting_only_a_prefix(
+    stub: Any,
+) -> None:
+    err = _refused(stub, blob_key("r" * 10_000, "img", 0, 0))
+    assert err.code() == grpc.StatusCode.NOT_FOUND
+    assert "r" * 40 in err.details() and "10,000 characters" in err.details()
+    assert len(err.details()) < 200
+    err = _refused(stub, blob_key("early", "loss", 0, 0))  # a scalar series: no blobs
+    assert err.code() == grpc.StatusCode.NOT_FOUND
+    err = _refused(stub, blob_key("early", "img", 0, 9))
+    assert err.code() == grpc.StatusCode.NOT_FOUND and "no blob 9 of 3" in err.details()
+
+
+def test_a_request_over_the_size_limit_is_refused_by_grpc(stub: Any) -> None:
+    from tallyboard.board.service import MAX_REQUEST
+
+    err = _refused(stub, "A" * (MAX_REQUEST + 1))
+    assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
 def test_a_blob_key_is_url_safe_and_round_trips() -> None:

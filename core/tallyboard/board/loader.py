@@ -24,17 +24,20 @@ failed or stalled listing or fetch (tried again next pass, unless passes run onl
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import warnings
 from collections.abc import Generator
 from typing import Any, cast
 
+import numpy as np
+
 from tallyboard.board.ingest import Ingest
 from tallyboard.board.store import Store
 from tallyboard.plugin.readers import Batch
 from tallyboard.reading.incremental import Reader
-from tallyboard.warn import ReadWarning
+from tallyboard.warn import ReadWarning, own_prefixes
 
 log = logging.getLogger("tallyboard.board")
 
@@ -103,7 +106,9 @@ class _Pass:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 if loader._reader is None:
-                    loader._reader = Reader(loader.logdir, workers=1, deadline=loader.deadline)
+                    loader._reader = Reader(
+                        loader.logdir, workers=1, deadline=loader.deadline, summaries=True
+                    )
                     self._tick()
                 reader = loader._reader
                 # a generator (closed below, so the reader commits no window not taken)
@@ -120,7 +125,9 @@ class _Pass:
                         loader._drop(set(update.removed))
                     # stop is looked at between windows: what was not taken is read next time
                     while got is not None and not self.stop.is_set():
-                        self.points += loader.ingest.add(*got)
+                        loader._started(*got)
+                        with np.errstate(over="ignore"):  # 1e300 as float32 is inf, as in files
+                            self.points += loader.ingest.add(*got)
                         self._tick()
                         got = None if self.stop.is_set() else next(news, None)
                     del got
@@ -176,7 +183,10 @@ class Loader:
         return self._listed.wait(seconds)
 
     def failure(self) -> tuple[str, str] | None:
-        """``(status code name, message)`` while no listing ever succeeded and one failed."""
+        """``(status code name, message)`` while no listing ever succeeded and one failed, or
+        ``UNAVAILABLE`` once :meth:`stop` was called (the provider is going away)."""
+        if self._stop.is_set():
+            return "UNAVAILABLE", f"the provider of {self.logdir} is stopping"
         return None if self._listed_ok else self._failure
 
     # -- problems, once each ---------------------------------------------------------------------
@@ -214,10 +224,13 @@ class Loader:
 
     def stop(self, timeout: float) -> bool:
         """Stop passing: the pass under way stops at its next window (nothing more goes into
-        the store) and :meth:`run` returns. Waits up to ``timeout`` seconds for the pass to
-        end; False when it did not (stuck in a call to the store)."""
+        the store) and :meth:`run` returns; requests waiting for the first listing are released
+        at once (answered ``UNAVAILABLE``: :meth:`failure`). Waits up to ``timeout`` seconds
+        for the pass to end; False when it did not (stuck in a call to the store, or in a
+        window being read)."""
         self._stop.set()
         self._wake.set()
+        self._listed.set()
         run = self._pass
         return run is None or run.done.wait(timeout)
 
@@ -282,9 +295,13 @@ class Loader:
     def _handle(self, run: _Pass) -> int:
         """Report what the ended pass ``run`` found; its values, or raise what it raised."""
         run.handled = True
+        own = own_prefixes()
         for w in run.warnings:
             if issubclass(w.category, ReadWarning):
                 self.note(("warning", str(w.message)), str(w.message))
+            elif os.path.abspath(w.filename).startswith(own):  # tallyboard's: a log line
+                what = f"{w.category.__name__}: {w.message}"
+                self.note(("warning", what), what)
             else:  # another thread's (the capture is process-wide): shown as it would have been
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if run.error is not None:
@@ -294,6 +311,12 @@ class Loader:
             self.note(("fetch", path), f"{path}: could not be read this pass{self._again()}")
         self._listed.set()
         return run.points
+
+    def _started(self, run: str, batch: Batch) -> None:
+        """A batch of ``run`` arrived: the run is served from now on, values or not (as
+        TensorBoard lists a run with a file), and its start is its file's first event when the
+        reader says it (``Batch.start_time``)."""
+        self.store.run(run).began(getattr(batch, "start_time", None))
 
     def _listed_once(self) -> None:
         """A listing succeeded: from now on the service serves what the store holds."""

@@ -38,7 +38,7 @@ def _reader(logdir: str, deadline: float) -> Reader | None:
     the call, as ``Reader()`` refuses it; None when a store did not answer (the loader tries
     again each pass, and requests get the failure's status meanwhile)."""
     try:
-        return Reader(logdir, workers=1, deadline=deadline)
+        return Reader(logdir, workers=1, deadline=deadline, summaries=True)
     except OSError as exc:
         if is_not_a_directory(exc) or not paths.is_url(logdir):
             raise
@@ -67,7 +67,7 @@ class BoardServer:
         import grpc
         from tensorboard.data.proto import data_provider_pb2_grpc as pb_grpc
 
-        from tallyboard.board.service import Servicer
+        from tallyboard.board.service import MAX_REQUEST, Servicer
 
         self.logdir = logdir
         self.reload = reload
@@ -75,7 +75,11 @@ class BoardServer:
         self.loader = Loader(logdir, self.store, deadline, _reader(logdir, deadline))
         self._server = grpc.server(
             futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="tallyboard-board"),
-            options=[("grpc.max_send_message_length", -1), ("grpc.so_reuseport", 0)],
+            options=[
+                ("grpc.max_send_message_length", -1),
+                ("grpc.max_receive_message_length", MAX_REQUEST),
+                ("grpc.so_reuseport", 0),
+            ],
         )
         pb_grpc.add_TensorBoardDataProviderServicer_to_server(
             Servicer(self.store, self.loader, logdir, deadline), self._server
@@ -103,8 +107,8 @@ class BoardServer:
     def _load(self) -> None:
         try:
             self.loader.run(self.reload)
-        except Exception:  # the service goes on with what was loaded; say why loading stopped
-            log.exception("tallyboard board: loading %s stopped", self.logdir)
+        except Exception as exc:  # the service goes on with what was loaded; say why, in a line
+            log.error("loading %s stopped: %s: %s", self.logdir, type(exc).__name__, exc)
 
     def wait_loaded(self, timeout: float = 60.0) -> bool:
         """Read what is new now and wait until it is served (a pass started after this call
@@ -121,19 +125,20 @@ class BoardServer:
         """
         return self.loader.wait_fresh(timeout)
 
-    def stop(self, grace: float = 1.0) -> None:
-        """Stop answering (requests in flight get ``grace`` seconds) and stop loading: a pass
-        under way stops at its next window, and nothing more goes into the store once it has
-        (a pass stuck in a call to the store is left behind after ``grace`` + 5 seconds)."""
-        self.loader.stop(0)
+    def stop(self, grace: float = 1.0, wait: float = 5.0) -> None:
+        """Stop answering and stop loading. Requests waiting for the first load are answered
+        ``UNAVAILABLE`` at once; others in flight get ``grace`` seconds. A pass under way stops
+        at its next window, and nothing more goes into the store once it has; one that has
+        not reached it ``wait`` seconds later (stuck in a call to the store, or reading a
+        window) is left behind, said in the log (it is a daemon thread: it never holds up the
+        process's exit)."""
+        self.loader.stop(0)  # first: it releases the requests waiting for the first load
         self._server.stop(grace).wait()
-        if not self.loader.stop(grace + 5):
-            log.warning(
-                "a pass over %s was still reading %g s after stop(): left behind",
-                self.logdir,
-                grace + 5,
+        if not self.loader.stop(wait):
+            log.info(
+                "a pass over %s was still reading %g s after stop(): left behind", self.logdir, wait
             )
-        self._thread.join(timeout=grace + 5)
+        self._thread.join(timeout=wait)
 
     def __enter__(self) -> BoardServer:
         return self
@@ -201,8 +206,8 @@ def serve(
         raise ValueError(f"samples must map plugin names to counts >= 0, got {samples!r}")
     if not is_loopback(host):
         warn(
-            f"tallyboard board: the data provider listens on {host}, not loopback: anyone who "
-            f"can reach this machine can read every run under {logdir}",
+            f"the data provider listens on {host}, not loopback: anyone who can reach this "
+            f"machine can read every run under {logdir}",
             UserWarning,
         )
     return BoardServer(logdir, host, port, reload, samples, deadline)

@@ -9,16 +9,18 @@ of the protocol (``tensorboard/data/proto/data_provider.proto``) kept here:
   nothing;
 - reads need ``downsample`` (``INVALID_ARGUMENT`` when absent or negative; 0 points is 0), and
   a downsampled series always ends with its last point, so ``num_points=1`` is the latest value;
-- runs are listed by start time, only those holding a point;
+- runs are listed by start time (the wall time of the first event of a run's file, as
+  TensorBoard takes it), every run read so far, values or not;
 - a blob key names run, tag, step and index, not a position in memory, so it still finds the
-  same blob after any number of reloads (``NOT_FOUND`` once it is gone);
+  same blob after any number of reloads (``NOT_FOUND`` once it is gone); a key is parsed
+  strictly and bounded (:data:`MAX_BLOB_KEY`), and an error quotes only its start;
 - hyper-parameters reach the HPARAMS dashboard as the metadata of the ``hparams`` plugin's
   tensors (TensorBoard's gRPC client never asks for them otherwise).
 
 Requests arriving before the loader's first pass is in wait for it (as long as the loader waits
 before it reports a pass stalled, :func:`~tallyboard.board.loader.stall_after`, then they get
-what is there), so a page opened at once shows the runs. While no listing of the log
-dir has succeeded, a store that refuses or stalls gets ``UNAVAILABLE``, ``PERMISSION_DENIED``,
+what is there), so a page opened at once shows the runs; when the provider stops, they are
+answered ``UNAVAILABLE`` at once. While no listing of the log dir has succeeded, a store that refuses or stalls gets ``UNAVAILABLE``, ``PERMISSION_DENIED``,
 ``NOT_FOUND`` or ``DEADLINE_EXCEEDED`` with the store's message.
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -43,6 +46,28 @@ from tallyboard.board.store import BLOB_SEQUENCE, SCALAR, TENSOR, Series, Store
 BLOB_CHUNK = 4 << 20
 
 
+#: Characters of a blob key accepted (a longer one is refused unread): room for a run path
+#: and a tag of a few thousand characters each.
+MAX_BLOB_KEY = 16 << 10
+#: Characters of a request's input quoted in an error message.
+QUOTED = 40
+#: Bytes of one request the provider receives (gRPC's default receive limit, set explicitly).
+MAX_REQUEST = 4 << 20
+#: What the JSON inside a key must be, exactly: two strings, a step that is an int64, an index.
+_KEY_JSON = re.compile(
+    rb'\[("(?:[^"\\\x00-\x1f]|\\.)*"),("(?:[^"\\\x00-\x1f]|\\.)*"),(-?(?:0|[1-9][0-9]{0,18})),'
+    rb"(0|[1-9][0-9]{0,8})\]"
+)
+
+
+def quoted(text: str, limit: int = QUOTED) -> str:
+    """``repr`` of ``text``, cut to its first ``limit`` characters with what was left said:
+    an error quotes a short prefix of what a client sent, never all of it."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
 def blob_key(run: str, tag: str, step: int, index: int) -> str:
     """A blob's key: URL-safe base64 (no padding) of ``[run, tag, step, index]`` as JSON."""
     raw = json.dumps([run, tag, int(step), int(index)], separators=(",", ":")).encode()
@@ -50,21 +75,34 @@ def blob_key(run: str, tag: str, step: int, index: int) -> str:
 
 
 def parse_blob_key(key: str) -> tuple[str, str, int, int]:
-    """``(run, tag, step, index)`` of a key made by :func:`blob_key`.
+    """``(run, tag, step, index)`` of a key made by :func:`blob_key`, parsed strictly: at most
+    :data:`MAX_BLOB_KEY` characters of URL-safe base64 holding exactly ``[str, str, int, int]``
+    (no nesting, no ``true`` for a step, a step in int64 and an index >= 0).
 
     Raises:
-        ValueError: ``key`` is not such a key.
+        ValueError: ``key`` is not such a key (the message quotes its start only).
     """
+    if len(key) > MAX_BLOB_KEY:
+        raise ValueError(
+            f"blob key of {len(key):,} characters, more than the {MAX_BLOB_KEY:,} a key of "
+            f"this provider has: {quoted(key)}"
+        )
     try:
-        raw = base64.urlsafe_b64decode(key + "=" * (-len(key) % 4))
-        run, tag, step, index = json.loads(raw)
-    except (ValueError, TypeError, binascii.Error):
-        raise ValueError(f"not a blob key of this provider: {key!r}") from None
-    if not (isinstance(run, str) and isinstance(tag, str)):
-        raise ValueError(f"not a blob key of this provider: {key!r}")
-    if not (isinstance(step, int) and isinstance(index, int)):
-        raise ValueError(f"not a blob key of this provider: {key!r}")
-    return run, tag, step, index
+        raw = base64.b64decode(key + "=" * (-len(key) % 4), altchars=b"-_", validate=True)
+    except (ValueError, binascii.Error):
+        raise ValueError(f"blob key is not URL-safe base64: {quoted(key)}") from None
+    found = _KEY_JSON.fullmatch(raw)
+    step = int(found[3]) if found else 0
+    if found is None or not -(1 << 63) <= step < 1 << 63:
+        raise ValueError(
+            f"not a blob key of this provider (expected base64 of [run, tag, step, index]): "
+            f"{quoted(key)}"
+        )
+    try:
+        run, tag = json.loads(found[1]), json.loads(found[2])
+    except ValueError:
+        raise ValueError(f"not a blob key of this provider: {quoted(key)}") from None
+    return run, tag, step, int(found[4])
 
 
 class Gate(Protocol):
@@ -74,7 +112,8 @@ class Gate(Protocol):
         """True once the first pass is in (or failed) within ``seconds``."""
 
     def failure(self) -> tuple[str, str] | None:
-        """``(status code name, message)`` when no listing of the log dir ever succeeded."""
+        """``(status code name, message)`` when no listing of the log dir ever succeeded, or
+        when the provider is stopping (``UNAVAILABLE``: a waiting request is released)."""
 
 
 def _filter(req: Any) -> tuple[set[str] | None, set[str] | None]:
@@ -114,6 +153,7 @@ class Servicer(pb_grpc.TensorBoardDataProviderServicer):  # type: ignore[misc]
         plugin = req.plugin_filter.plugin_name
         if not plugin:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "must specify non-empty plugin name")
+            return
         want_runs, want_tags = _filter(req)
         runs = self.store.runs
         names = sorted(runs) if want_runs is None else sorted(want_runs & set(runs))
@@ -145,12 +185,9 @@ class Servicer(pb_grpc.TensorBoardDataProviderServicer):  # type: ignore[misc]
 
     def GetExperiment(self, req: Any, context: Any) -> Any:  # noqa: N802 (the proto's name)
         # Not held for the first pass: TensorBoard asks it before it serves its page, which
-        # can then load while the runs are read.
-        res = pb.GetExperimentResponse(data_location=self.logdir)
-        starts = [r.start_time for r in self.store.runs.values() if r.start_time is not None]
-        if starts:
-            res.creation_time.FromNanoseconds(int(min(starts) * 1e9))
-        return res
+        # can then load while the runs are read. The log dir only, as RustBoard and
+        # TensorBoard's Python loader answer (no name, description or creation time).
+        return pb.GetExperimentResponse(data_location=self.logdir)
 
     def ListPlugins(self, req: Any, context: Any) -> Any:  # noqa: N802
         self._ready(context)
@@ -238,23 +275,24 @@ class Servicer(pb_grpc.TensorBoardDataProviderServicer):  # type: ignore[misc]
             run, tag, step, index = parse_blob_key(req.blob_key)
         except ValueError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            return
         got = self.store.runs.get(run)
         series = None if got is None else got.series.get(tag)
+        where = f"run {quoted(run)}, tag {quoted(tag)}"
         if series is None or series.data_class != BLOB_SEQUENCE:
-            context.abort(grpc.StatusCode.NOT_FOUND, f"no blob sequence {tag!r} in run {run!r}")
+            context.abort(grpc.StatusCode.NOT_FOUND, f"{where}: no such blob sequence")
             return
         steps, _, values = series.reservoir.view
         at = int(np.searchsorted(steps, step))
         if at >= len(steps) or steps[at] != step:
-            context.abort(
-                grpc.StatusCode.NOT_FOUND, f"run {run!r}, tag {tag!r}: no point at step {step}"
-            )
+            context.abort(grpc.StatusCode.NOT_FOUND, f"{where}: no point at step {step}")
+            return
         blobs = values[at]
         if not 0 <= index < len(blobs):
             context.abort(
-                grpc.StatusCode.NOT_FOUND,
-                f"run {run!r}, tag {tag!r}, step {step}: no blob {index} of {len(blobs)}",
+                grpc.StatusCode.NOT_FOUND, f"{where}, step {step}: no blob {index} of {len(blobs)}"
             )
+            return
         blob = blobs[index]
         for start in range(0, max(len(blob), 1), BLOB_CHUNK):
             yield pb.ReadBlobResponse(data=blob[start : start + BLOB_CHUNK])

@@ -84,14 +84,33 @@ class Series:
 
 
 class Run:
-    """One run: its start (the earliest wall time read) and its series by tag."""
+    """One run: its start and its series by tag.
 
-    __slots__ = ("name", "start_time", "series")
+    The start is TensorBoard's: the wall time of the run's first event (the header event a
+    writer puts first in each file), when the reader tells it; else the earliest wall time of
+    a value read (formats with no header: CSV, JSONL, ...). A run is listed once it has a
+    start, values or not.
+    """
+
+    __slots__ = ("name", "series", "_first_event", "_first_value")
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.start_time: float | None = None
         self.series: dict[str, Series] = {}
+        self._first_event: float | None = None
+        self._first_value: float | None = None
+
+    @property
+    def start_time(self) -> float | None:
+        """When the run started (see the class); None before anything of it was read."""
+        return self._first_event if self._first_event is not None else self._first_value
+
+    def began(self, first_event: float | None) -> None:
+        """A batch of the run was read; ``first_event`` is its file's first event's wall time
+        when the batch began at the file's start (the first file read sets the start, as in
+        TensorBoard's loaders)."""
+        if first_event is not None and self._first_event is None:
+            self._first_event = float(first_event)
 
     def add_series(self, tag: str, series: Series) -> None:
         """Add a tag (a new dict: readers holding the old one are unaffected)."""
@@ -101,8 +120,8 @@ class Run:
 
     def saw(self, wall_time: float) -> None:
         """A point of this run was logged at ``wall_time``."""
-        if self.start_time is None or wall_time < self.start_time:
-            self.start_time = float(wall_time)
+        if self._first_value is None or wall_time < self._first_value:
+            self._first_value = float(wall_time)
 
 
 class Store:

@@ -33,6 +33,9 @@ BOARD_PORT, SERVE_PORT, HOST = 6006, 6806, DEFAULT_HOST
 RELOAD, DEADLINE = DEFAULT_RELOAD, DEFAULT_DEADLINE
 #: Seconds TensorBoard gets to start answering, and to stop once asked.
 TB_START, TB_STOP = 120.0, 10.0
+#: Seconds the provider gives requests in flight, and then a pass under way, when stopping
+#: (requests waiting for the first load are answered at once; a pass still reading is left).
+STOP_GRACE = 0.5
 
 
 class _Stop(Exception):
@@ -173,25 +176,23 @@ def _broken(what: str, exc: BaseException) -> str:
 
 
 def _start_provider(args: Any, command: str, host: str, port: int) -> Any:
-    """The running provider; its warnings (a host that is not loopback) printed."""
+    """The running provider (its warnings, such as a host that is not loopback, are printed
+    by :func:`_log_to_stderr`'s hook, one line each)."""
     from tallyboard.board import serve
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        server = serve(
-            args.logdir,
-            port=port,
-            host=host,
-            reload=args.reload,
-            samples=args.samples_per_plugin,
-            deadline=args.deadline,
-        )
-    for w in caught:
-        print(f"tallyboard {command}: warning: {w.message}", file=sys.stderr)
-    return server
+    return serve(
+        args.logdir,
+        port=port,
+        host=host,
+        reload=args.reload,
+        samples=args.samples_per_plugin,
+        deadline=args.deadline,
+    )
 
 
 def _log_to_stderr(command: str) -> None:
+    """The provider's log and every Python warning of this process go to stderr as one line
+    each, named after ``command`` (never a warning's file, line and source line)."""
     import logging
 
     logger = logging.getLogger("tallyboard.board")
@@ -201,6 +202,13 @@ def _log_to_stderr(command: str) -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.WARNING)
         logger.propagate = False
+
+    def one_line(message: Any, category: type[Warning], *rest: Any, **kw: Any) -> None:
+        what = "" if category is UserWarning else f"{category.__name__}: "
+        text = " ".join(str(message).split("\n"))
+        print(f"tallyboard {command}: warning: {what}{text}", file=sys.stderr, flush=True)
+
+    warnings.showwarning = one_line
 
 
 @contextlib.contextmanager
@@ -215,6 +223,22 @@ def _sigterm_stops() -> Any:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def _stopping() -> Any:
+    """While stopping (bounded in time), a second Ctrl-C or SIGTERM is not an error: ignored,
+    so the stop finishes and no traceback is printed (``timeout -s INT`` and a shell may each
+    send one)."""
+    old = (
+        signal.signal(signal.SIGINT, signal.SIG_IGN),
+        signal.signal(signal.SIGTERM, signal.SIG_IGN),
+    )
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old[0])
+        signal.signal(signal.SIGTERM, old[1])
 
 
 def cmd_serve(args: Any) -> int:
@@ -239,7 +263,8 @@ def cmd_serve(args: Any) -> int:
     except (KeyboardInterrupt, _Stop):
         pass
     finally:
-        server.stop()
+        with _stopping():
+            server.stop(grace=STOP_GRACE, wait=STOP_GRACE)
     return 0
 
 
@@ -367,10 +392,11 @@ def cmd_board(args: Any, extra: list[str]) -> int:
     except (KeyboardInterrupt, _Stop):
         return 0
     finally:  # TensorBoard and the provider stop side by side: Ctrl-C waits for the slower
-        asked = _ask_to_stop(proc)
-        if server is not None:
-            server.stop()
-        _stop(proc, asked)
+        with _stopping():
+            asked = _ask_to_stop(proc)
+            if server is not None:
+                server.stop(grace=STOP_GRACE, wait=STOP_GRACE)
+            _stop(proc, asked)
 
 
 def _dial(host: str) -> str:
