@@ -539,10 +539,17 @@ def test_values_that_cannot_be_rebuilt_are_counted_with_the_reason(tmp_path: Pat
     ]  # fmt: skip
     writer.add_event(Event(wall_time=WALL, step=4, summary=Summary(value=values)))
     writer.close()
-    summary = tallyboard.convert(tmp_path / "src", tmp_path / "dst", to="tfevents")
+    # to event files, every value is copied as the file holds it: nothing is rebuilt
+    copied = tallyboard.convert(tmp_path / "src", tmp_path / "copy", to="tfevents")
+    assert copied.converted == {"audio": 1, "image": 1, "scalar": 1}
+    assert not copied.not_converted
+    summary = tallyboard.convert(tmp_path / "src", tmp_path / "dst", to="jsonl")
     assert summary.converted == {"scalar": 1}
     assert summary.not_converted == {"audio": 1, "image": 1}
     assert "'mp3' at step 4" in summary.reasons["audio"] and "WAV" in summary.reasons["audio"]
     assert "'junk' at step 4" in summary.reasons["image"]
     assert "Pillow" in summary.reasons["image"]
-    assert [(e.step, e.value) for e in load_run(tmp_path / "dst").Scalars("ok")] == [(4, 2.5)]
+    assert [(e.step, e.value) for e in load_run(tmp_path / "copy").Scalars("ok")] == [(4, 2.5)]
+    assert tallyboard.read(tmp_path / "dst")[["tag", "step", "value"]].values.tolist() == [
+        ["ok", 4, 2.5]
+    ]

@@ -1,22 +1,30 @@
 """What a reader plugin read, as TensorBoard's time series: the provider's bridge to its plugins.
 
 The provider names no format. A reader plugin gives a :class:`~tallyboard.plugin.readers.Batch`
-(scalars as columns, every other kind as rows); each value then takes the road a conversion to
-TensorBoard's event files takes: the kind rebuilds it from its row (``Kind.from_row``) and the
-kind's encoder for the sink that writes TensorBoard's own summaries (the installed sink whose
-``SinkSpec.tensorboard_summaries`` is set: :func:`summary_sink`) writes it. TensorBoard's own migration (``data_compat`` and
-``dataclass_compat``, what its loaders apply to every event) then gives each value its plugin
-name, metadata and data class. So the frontend sees exactly what it would for the same values
-converted to event files, for every format and every kind that can be written as event files,
-a third-party kind included.
+and each value takes one of two roads:
 
-Scalars skip the per-value road: the first value of a tag is sent down it once to learn the
-tag's metadata and the precision event files keep (float32 for ``simple_value``), then the
-whole column is rounded the same way.
+- **Passed through.** A reader of a format whose values are TensorBoard's own summaries (event
+  files) keeps them as the file holds them (``Batch.summaries``; the loader's reader asks for
+  this). Each goes through TensorBoard's own migrations, as its Python loader applies them to
+  every event (``data_compat`` then ``dataclass_compat``, with the run's first metadata of each
+  tag), and is served as it then is: its metadata (description, display name, plugin content),
+  its tensor's dtype, shape and values, its blobs byte for byte, a value of a plugin no
+  installed kind decodes included (shown when it has a data class, as RustBoard does).
+- **The row road**, for every other format (MindSpore, CSV, JSONL, a third-party reader): the
+  kind rebuilds each value from its row (``Kind.from_row``) and the kind's encoder for the sink
+  that writes TensorBoard's own summaries (the installed sink whose
+  ``SinkSpec.tensorboard_summaries`` is set: :func:`summary_sink`) writes it; the same
+  migrations then give each value its plugin name, metadata and data class. So the frontend
+  sees exactly what it would for the same values converted to event files.
+
+Scalars skip both per-value roads and go as whole columns. A tag's metadata comes from its
+first value that carries some, passed through and migrated (``Batch.scalar_heads``), or else
+from one value sent down the row road once per tag, which also gives the precision event files
+keep (float32 for ``simple_value``): the column is then rounded the same way.
 
 What cannot be shown is reported once per kind (or plugin name) and run, never dropped
-silently: a kind with no TensorBoard encoder, one that cannot rebuild its rows, values no
-installed kind decodes.
+silently: a kind with no TensorBoard encoder, one that cannot rebuild its rows, a value of no
+data class TensorBoard serves, values no installed kind decodes (row road).
 """
 
 from __future__ import annotations
@@ -30,13 +38,10 @@ import numpy as np
 
 from tallyboard.board.reservoir import object_array
 from tallyboard.board.store import BLOB_SEQUENCE, SCALAR, TENSOR, Run, Series, Store
-from tallyboard.plugin.readers import Batch
+from tallyboard.plugin.readers import SCALAR_KIND, Batch
 from tallyboard.plugin.registry import Registry, get_registry
 
 log = logging.getLogger("tallyboard.board")
-
-#: The essential kind of every Batch's scalar columns.
-SCALAR_KIND = "scalar"
 
 Encoder = Callable[[str, Any, float, Any], Any]
 
@@ -53,6 +58,7 @@ class _Protos:
         self.SummaryMetadata = summary_pb2.SummaryMetadata
         self.TensorProto = tensor_pb2.TensorProto
         self.migrate_value = data_compat.migrate_value
+        self.migrate_legacy = data_compat.migrate_event
         self.migrate_event = dataclass_compat.migrate_event
         self.make_ndarray = tensor_util.make_ndarray
 
@@ -91,13 +97,18 @@ class Ingest:
         self.p = protos()
         #: per run: the metadata of each tag's first value (``dataclass_compat``'s state)
         self._initial: dict[str, dict[str, Any]] = {}
-        #: per scalar tag: (metadata of its series, whether values are kept as float32)
+        #: per scalar tag: (metadata of its series, whether values are kept as float32), as
+        #: the row road gives them (one value sent down it)
         self._scalar_meta: dict[str, tuple[Any, bool]] = {}
+        #: per (run, scalar tag) passed through: the same, from the tag's head
+        self._head_meta: dict[tuple[str, str], tuple[Any, bool]] = {}
         self._encoders: dict[str, tuple[Encoder | None, str]] = {}
 
     def forget(self, run: str) -> None:
         """Drop what is remembered of ``run`` (deleted)."""
         self._initial.pop(run, None)
+        for key in [k for k in self._head_meta if k[0] == run]:
+            del self._head_meta[key]
 
     def add(self, run_name: str, batch: Batch) -> int:
         """Put everything of ``batch`` into the series of ``run_name``; returns the points
@@ -112,6 +123,8 @@ class Ingest:
         count = self._add_scalars(run, batch)
         for kind, rows in batch.rows.items():
             count += self._add_rows(run, kind, rows)
+        if batch.summaries:
+            count += self._add_summaries(run, batch.summaries)
         return count
 
     # -- scalars: whole columns -------------------------------------------------------------
@@ -128,7 +141,8 @@ class Ingest:
             bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
             for part in np.split(order, bounds):
                 tag = names[int(codes[part[0]])]
-                series = run.series.get(tag) or self._scalar_series(run, tag)
+                head = batch.scalar_heads.get(tag)
+                series = run.series.get(tag) or self._scalar_series(run, tag, head)
                 if series is None:
                     continue
                 if series.data_class != SCALAR:
@@ -139,7 +153,7 @@ class Ingest:
                     )
                     continue
                 vals = values[part]
-                known = self._scalar_info(run.name, tag)
+                known = self._head_meta.get((run.name, tag)) or self._scalar_info(run.name, tag)
                 if known is None or known[1]:
                     vals = vals.astype(np.float32).astype(np.float64)
                 w = walls[part]
@@ -161,9 +175,25 @@ class Ingest:
             known = self._scalar_meta[tag] = (value.metadata, float32)
         return known
 
-    def _scalar_series(self, run: Run, tag: str) -> Series | None:
-        """A new scalar series of ``run`` for ``tag``."""
-        known = self._scalar_info(run.name, tag)
+    def _head_info(self, run: str, tag: str, head: bytes) -> tuple[Any, bool] | None:
+        """The metadata of a scalar tag's series and whether its values are float32, from its
+        first value carrying metadata as the file holds it (migrated as TensorBoard does)."""
+        try:
+            values = self._migrated(run, head)
+        except Exception:  # a head that cannot be parsed: the tag reads as any scalar
+            return None
+        value = next((v for v in values if v.tag == tag), None)
+        if value is None or value.metadata.data_class != SCALAR:
+            return None
+        known = self._head_meta[(run, tag)] = (value.metadata, value.tensor.dtype == 1)
+        return known
+
+    def _scalar_series(self, run: Run, tag: str, head: bytes | None = None) -> Series | None:
+        """A new scalar series of ``run`` for ``tag`` (its metadata from ``head``, its first
+        value carrying metadata as the file holds it, when there is one)."""
+        known = None if head is None else self._head_info(run.name, tag, head)
+        if known is None:
+            known = self._scalar_info(run.name, tag)
         if known is None:
             return None
         meta = self.p.SummaryMetadata()
@@ -184,17 +214,64 @@ class Ingest:
             values = self._encode(run.name, kind, row.get("tag"), step, wall, row)
             if values is None:
                 break  # the kind cannot be shown at all (noted)
-            for value in values:
-                got = self._payload(run, value)
-                if got is None:
-                    continue
-                series, payload = got
-                entry = pending.get(value.tag)
-                if entry is None or entry[0] is not series:
-                    entry = pending[value.tag] = (series, [], [], [])
-                entry[1].append(step)
-                entry[2].append(wall)
-                entry[3].append(payload)
+            self._collect(run, step, wall, values, pending)
+        return self._offer(run, pending)
+
+    # -- passed through: TensorBoard's own summaries as the file holds them --------------------
+
+    def _migrated(self, run: str, data: bytes) -> list[Any]:
+        """The ``Summary.Value``s of one serialized ``Event`` after TensorBoard's migrations
+        (``data_compat``, then ``dataclass_compat`` with the run's first metadata per tag)."""
+        event = self.p.migrate_legacy(self.p.Event.FromString(data))
+        out: list[Any] = []
+        for ev in self.p.migrate_event(event, self._initial.setdefault(run, {})):
+            if ev.HasField("summary"):
+                out.extend(ev.summary.value)
+        return out
+
+    def _add_summaries(self, run: Run, summaries: list[tuple[str | None, str, bytes]]) -> int:
+        """Serve each value as the file holds it, migrated as TensorBoard's loader does."""
+        pending: dict[str, tuple[Series, list[int], list[float], list[Any]]] = {}
+        for _kind, plugin, data in summaries:
+            try:
+                event = self.p.Event.FromString(data)
+                step, wall = int(event.step), float(event.wall_time)
+                values = self._migrated(run.name, data)
+            except Exception as exc:  # the reader checked its CRC: a value TensorBoard cannot read
+                self.note(
+                    ("summary", run.name, plugin),
+                    f"run {run.name!r}: a value of plugin {plugin!r} could not be read as "
+                    f"TensorBoard's summaries: {exc!r}; such values are not shown",
+                )
+                continue
+            self._collect(run, step, wall, values, pending)
+        return self._offer(run, pending)
+
+    def _collect(
+        self,
+        run: Run,
+        step: int,
+        wall: float,
+        values: list[Any],
+        pending: dict[str, tuple[Series, list[int], list[float], list[Any]]],
+    ) -> None:
+        """Add the migrated ``values`` of one step to the points pending per tag."""
+        for value in values:
+            got = self._payload(run, value)
+            if got is None:
+                continue
+            series, payload = got
+            entry = pending.get(value.tag)
+            if entry is None or entry[0] is not series:
+                entry = pending[value.tag] = (series, [], [], [])
+            entry[1].append(step)
+            entry[2].append(wall)
+            entry[3].append(payload)
+
+    def _offer(
+        self, run: Run, pending: dict[str, tuple[Series, list[int], list[float], list[Any]]]
+    ) -> int:
+        """Offer the pending points of each series; returns how many."""
         count = 0
         for series, steps, walls, payloads in pending.values():
             values = payloads if series.data_class == SCALAR else object_array(payloads)

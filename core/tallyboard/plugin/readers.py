@@ -26,6 +26,11 @@ from typing import Any, Protocol
 
 from tallyboard.warn import ReadWarning
 
+#: The kind whose values a :class:`Batch` holds as columns (``tags`` ... ``values``,
+#: ``columns``): the essential scalar kind. The one kind name the reading contract knows, so
+#: core's readers, ``read``, ``convert`` and the board name it from here.
+SCALAR_KIND = "scalar"
+
 
 @dataclass
 class Batch:
@@ -42,6 +47,17 @@ class Batch:
     #: values no decoder took, counted by ``(plugin name, tag)`` (the plugin name, or what holds
     #: the value when it names none), so nothing is dropped silently.
     undecoded: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: TensorBoard's own summaries as the file holds them, from a reader asked to keep them
+    #: (a reader of a format whose values are TensorBoard summaries has a ``keep_summaries``
+    #: attribute; event files): every value not read as a scalar, as
+    #: ``(kind, plugin, event)``: the kind that decodes it (None: no installed kind does),
+    #: its plugin name (or what holds it) and a serialized ``Event`` holding it alone, in
+    #: file order. Such values are then not in :attr:`rows` nor :attr:`undecoded`.
+    summaries: list[tuple[str | None, str, bytes]] = field(default_factory=list)
+    #: From the same readers, per scalar tag, its first value that carries metadata (its
+    #: description and display name) as a serialized ``Event`` holding it alone; the values
+    #: themselves are in the scalar columns.
+    scalar_heads: dict[str, bytes] = field(default_factory=dict)
     #: The wall time of the file's first record, when this batch begins at the file's start and
     #: the format has one (an event file's header event): a run's start, as TensorBoard takes
     #: it. None otherwise.
@@ -62,6 +78,9 @@ class Batch:
             self.rows.setdefault(kind, []).extend(rows)
         for key, n in other.undecoded.items():
             self.undecoded[key] = self.undecoded.get(key, 0) + n
+        self.summaries.extend(other.summaries)
+        for tag, head in other.scalar_heads.items():
+            self.scalar_heads.setdefault(tag, head)
         if self.start_time is None:
             self.start_time = other.start_time
 
@@ -72,6 +91,7 @@ class Batch:
             or any(len(c[1]) for c in self.columns)
             or any(self.rows.values())
             or self.undecoded
+            or self.summaries
         )
 
     def scalars(self) -> tuple[Any, Any, Any, Any]:

@@ -7,6 +7,12 @@ essential scalar kind); other kinds are rebuilt from their decoded rows by their
 :attr:`Kind.from_row`. Values that cannot be written (no encoder for the target, no
 ``from_row``, an encoder that refuses the value) are counted per kind, never dropped silently;
 so are the values the reader decoded to no kind (counted as ``undecoded <plugin name>``).
+
+To a sink that writes TensorBoard's own summaries (``SinkSpec.tensorboard_summaries``: event
+files), values a reader keeps as TensorBoard summaries (``Batch.summaries``: event files read
+back) are written as the file holds them, never re-encoded: every value of a plugin, an
+installed kind's or not; a scalar tag's first value carrying metadata is written as it was
+(``Batch.scalar_heads``), so its description and display name stay.
 """
 
 from __future__ import annotations
@@ -18,14 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tallyboard import paths
+from tallyboard.plugin.readers import SCALAR_KIND as SCALAR
 from tallyboard.plugin.readers import Batch, FileReader
 from tallyboard.plugin.registry import Registry, get_registry
 from tallyboard.plugin.sinks import Sink, SinkOptions
 from tallyboard.reading import undecoded
 from tallyboard.reading.runs import RunReader
 
-#: The kind of a Batch's scalar columns: the essential scalar kind every writer has.
-SCALAR = "scalar"
 #: Queue options of the target sinks: batches of records, flushed when a run is done.
 _MAX_QUEUE = 1000
 _FLUSH_SECS = 120.0
@@ -195,6 +200,10 @@ def _write_batch(
             n,
             f"no installed kind decodes plugin {plugin!r} (first tag {tag!r} in run {run!r})",
         )
+    for kind, plugin, event in batch.summaries:  # only when the target writes summaries
+        target.sink(run).write(event)
+        name = kind or plugin
+        summary.converted[name] = summary.converted.get(name, 0) + 1
     tags, steps, walls, values = batch.scalars()
     if len(tags):
         encode, reason = encoder(SCALAR)
@@ -202,10 +211,16 @@ def _write_batch(
             summary._skip(SCALAR, len(tags), reason)
         else:
             write, convert = target.sink(run).write, reg.kinds[SCALAR].convert
+            heads = dict(batch.scalar_heads)
             done = 0
             for tag, step, wall, value in zip(
                 tags.tolist(), steps.tolist(), walls.tolist(), values.tolist()
             ):
+                head = heads.pop(tag, None) if heads else None
+                if head is not None:  # the tag's first value, with its metadata, as it was
+                    write(head)
+                    done += 1
+                    continue
                 try:
                     data = encode(tag, step, wall, convert(value))
                 except Exception as exc:  # this value cannot be written: count it, go on
@@ -302,8 +317,8 @@ def convert(
     if to not in reg.sinks:
         known = ", ".join(sorted(reg.sinks)) or "none"
         raise ValueError(f"to={to!r} names no installed sink; choose one of: {known}")
-    try:
-        reader = RunReader(src_text, formats)
+    try:  # a sink writing TensorBoard's summaries takes those read back as they are
+        reader = RunReader(src_text, formats, summaries=reg.sinks[to].tensorboard_summaries)
     except ValueError as exc:
         raise ValueError(f"src: {exc}" if "formats" not in str(exc) else str(exc)) from None
     real_dst = _check_dst(src_text, dst_text, force)

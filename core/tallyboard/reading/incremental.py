@@ -15,11 +15,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tallyboard.plugin.readers import SCALAR_KIND as SCALAR
 from tallyboard.plugin.readers import Batch
 from tallyboard.reading.read import FORMATS, build_table
 from tallyboard.reading.runs import RunReader, matcher, names_or_globs
-
-SCALAR = "scalar"
 
 
 @dataclass
@@ -105,6 +104,10 @@ class Reader:
             makes the listing raise ``TimeoutError`` (an ``OSError``) naming the URL, and a
             fetch fail for that file only (see :attr:`Update.failed`, which also lists local
             files that could not be read: deleted after the listing, no permission).
+        summaries: keep TensorBoard's summaries as event files hold them
+            (``Batch.summaries``, ``Batch.scalar_heads``) instead of decoded rows, for a
+            consumer that shows or copies them as they are (``tallyboard board``). Default
+            False.
 
     Raises:
         TypeError: an argument has the wrong type.
@@ -129,11 +132,14 @@ class Reader:
         formats: str | Iterable[str] | None = None,
         workers: int | None = None,
         deadline: float | None = None,
+        summaries: bool = False,
     ) -> None:
         from tallyboard.plugin.registry import get_registry
         from tallyboard.reading.pool import pool_size
 
         pool_size(workers, 1, 0)  # checks workers
+        if not isinstance(summaries, bool):
+            raise TypeError(f"summaries must be a bool, got {type(summaries).__name__}")
         self._workers = workers
         kind_names = names_or_globs(kinds, "kinds")
         if kind_names is not None:
@@ -149,7 +155,12 @@ class Reader:
             next(iter(self._kinds)) if self._kinds is not None and len(self._kinds) == 1 else None
         )
         self._files = RunReader(
-            logdir, formats, only, runs=names_or_globs(runs, "runs"), deadline=deadline
+            logdir,
+            formats,
+            only,
+            runs=names_or_globs(runs, "runs"),
+            deadline=deadline,
+            summaries=summaries,
         )
         self.logdir = os.fspath(logdir)
         #: what the last :meth:`poll` or :meth:`iter_poll` found: runs added and removed (set
@@ -293,6 +304,8 @@ class Reader:
                 rows = [row for row in rows if wanted(str(row["tag"]))]
             if rows:
                 out.rows[kind] = rows
+        out.summaries = [s for s in batch.summaries if kinds is None or s[0] in kinds]
+        out.scalar_heads = batch.scalar_heads
         return out
 
     def close(self) -> None:

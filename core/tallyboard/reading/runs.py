@@ -126,6 +126,7 @@ class RunReader:
         runs: str | Iterable[str] | None = None,
         keep: bool = True,
         deadline: float | None = None,
+        summaries: bool = False,
     ) -> None:
         import fsspec
 
@@ -145,6 +146,9 @@ class RunReader:
         self._wanted_run = matcher(names_or_globs(runs, "runs"))
         self.kind = kind
         self.keep = keep
+        #: readers that can keep TensorBoard's summaries as their files hold them (a
+        #: ``keep_summaries`` attribute) are told to (``Batch.summaries``)
+        self.summaries = summaries
         if deadline is not None and not (
             isinstance(deadline, (int, float))
             and not isinstance(deadline, bool)
@@ -430,6 +434,8 @@ class RunReader:
         if reader is None:
             spec = f.spec
             reader = spec.open(self._source, path, self._decoders_of(spec))
+            if self.summaries and hasattr(reader, "keep_summaries"):
+                reader.keep_summaries = True
             if self.keep if keep is None else keep:
                 f.reader = reader
         return reader

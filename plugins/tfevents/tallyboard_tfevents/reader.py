@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tallyboard.plugin.readers import (
+    SCALAR_KIND,
     Batch,
     Batches,
     ChunkedFileReader,
@@ -62,6 +63,15 @@ _NOT_VALUES = (None, "file_version")
 #: Event payloads after their wall time (``payload[9:]``) known to hold no value (a file's
 #: header: file_version, source metadata): such a record is skipped without parsing it.
 _NO_VALUE: set[bytes] = set()
+
+
+def _alone(event: Any, value: Any) -> bytes:
+    """An ``Event`` holding ``value`` alone, with ``event``'s step and wall time, serialized."""
+    from .proto import Event
+
+    one = Event(wall_time=event.wall_time, step=event.step)
+    one.summary.value.add().CopyFrom(value)
+    return bytes(one.SerializeToString())
 
 
 def _first_wall(payload: bytes) -> float | None:
@@ -121,6 +131,13 @@ class EventFileReader(ChunkedFileReader):
         self._kind_of_tag: dict[str, str] = {}
         #: tag -> the metadata of its first value that carried some.
         self._metadata: dict[str, Any] = {}
+        #: scalar tags whose first value carrying metadata went to ``batch.scalar_heads``.
+        self._headed: set[str] = set()
+
+    #: Keep TensorBoard's summaries as the file holds them (``Batch.summaries`` and
+    #: ``Batch.scalar_heads``) instead of decoded rows: set by a consumer that shows or copies
+    #: them as they are (``tallyboard board``, ``convert`` to event files).
+    keep_summaries: bool = False
 
     def _bounds_guessed(
         self, data: bytes, guess: tuple[Any, Any, Any, Any] | None
@@ -514,33 +531,52 @@ class EventFileReader(ChunkedFileReader):
         step, wall = int(event.step), float(event.wall_time)
         what = event.WhichOneof("what")
         if what == "summary":
-            for value in event.summary.value:
-                self._value(value, step, wall, pos, batch)
+            values = event.summary.value
+            keep = self.keep_summaries
+            for value in values:
+                if keep:  # as the file holds it: before the tag's metadata is given back
+                    raw = payload if len(values) == 1 else _alone(event, value)
+                    self._value(value, step, wall, pos, batch, raw)
+                else:
+                    self._value(value, step, wall, pos, batch)
             return
         if what in _NOT_VALUES:
             if headed and len(payload) <= 256 and len(_NO_VALUE) < 1024:
                 _NO_VALUE.add(payload[9:])  # the rest decides it: the same bytes, no value
             return
-        decoded = False
+        decoded = None
         for name, fn in self._event_decoders:
             if getattr(fn, "event_field", None) == what:
                 for row in self._rows(self._decode(name, fn, event, step, wall, pos)):
                     tag = row.pop("tag", what)
-                    batch.add_row(name, {"tag": tag, "step": step, "wall_time": wall, **row})
-                    decoded = True
-        if not decoded:
+                    decoded = decoded or name
+                    if not self.keep_summaries:
+                        batch.add_row(name, {"tag": tag, "step": step, "wall_time": wall, **row})
+        if self.keep_summaries:
+            batch.summaries.append((decoded, str(what), payload))
+        elif decoded is None:
             tag = event.tagged_run_metadata.tag if what == "tagged_run_metadata" else what
             _count(batch, str(what), tag)
 
-    def _value(self, value: Any, step: int, wall: float, pos: int, batch: Batch) -> None:
+    def _value(
+        self, value: Any, step: int, wall: float, pos: int, batch: Batch, raw: bytes | None = None
+    ) -> None:
         """Decode one ``Summary.Value`` into ``batch``, or count it as undecoded.
 
         Its kind follows its plugin name: the metadata a writer left on the first value of a tag
         (TF1's FileWriter strips it from the later ones) is remembered per tag and given back to
         the later values before they reach the decoders.
+
+        ``raw`` (the value alone in its ``Event``, as the file holds it) is given when the
+        reader keeps summaries (:attr:`keep_summaries`): every ``simple_value`` (whatever its
+        plugin name, as TensorBoard migrates them all to scalars) then goes to the scalar
+        columns, the first of a tag that carries metadata to ``batch.scalar_heads`` too, and
+        every other value (tensor-form scalars included) to ``batch.summaries`` instead of the
+        rows.
         """
         tag = value.tag
-        if value.HasField("metadata"):
+        own_metadata = value.HasField("metadata")
+        if own_metadata:
             if tag not in self._metadata:
                 # a copy: a sub-message would keep the whole parsed chunk's memory alive
                 kept = type(value.metadata)()
@@ -552,12 +588,11 @@ class EventFileReader(ChunkedFileReader):
                 value.metadata.CopyFrom(known)
         payload = value.WhichOneof("value")
         plugin = value.metadata.plugin_data.plugin_name
-        if payload == "simple_value" or (payload is None and plugin in ("", "scalars")):
-            # a simple_value (0.0 may be written as no field at all)
-            batch.tags.append(tag)
-            batch.steps.append(step)
-            batch.wall_times.append(wall)
-            batch.values.append(float(value.simple_value))
+        scalar_form = payload == "simple_value" or (payload is None and plugin in ("", "scalars"))
+        if scalar_form and (raw is not None or plugin in ("", "scalars")):
+            # a plain scalar (a simple_value; 0.0 may be written as no field at all); kept
+            # summaries read every simple_value so, as TensorBoard migrates them all to scalars
+            self._scalar(tag, step, wall, float(value.simple_value), batch, raw, own_metadata)
             return
         kind = self._kind_of_tag.get(tag)
         names = self._value_decoders if kind is None else [kind, *self._value_decoders]
@@ -566,16 +601,41 @@ class EventFileReader(ChunkedFileReader):
             if not result:  # None, or a list of no rows
                 continue
             self._kind_of_tag[tag] = name
-            if name == "scalar":  # one number
-                batch.tags.append(tag)
-                batch.steps.append(step)
-                batch.wall_times.append(wall)
-                batch.values.append(float(result["value"]))
+            if raw is not None:  # kept as it is (a scalar in tensor form too: its dtype)
+                batch.summaries.append((name, plugin, raw))
+                return
+            if name == SCALAR_KIND:  # one number
+                self._scalar(tag, step, wall, float(result["value"]), batch, None, False)
                 return
             for row in self._rows(result):
                 batch.add_row(name, {"tag": tag, "step": step, "wall_time": wall, **row})
             return
-        _count(batch, plugin or str(payload or "no value"), tag)
+        if scalar_form:  # a simple_value of a plugin no installed kind decodes: a scalar
+            self._scalar(tag, step, wall, float(value.simple_value), batch, raw, own_metadata)
+        elif raw is not None:
+            batch.summaries.append((None, plugin or str(payload or "no value"), raw))
+        else:
+            _count(batch, plugin or str(payload or "no value"), tag)
+
+    def _scalar(
+        self,
+        tag: str,
+        step: int,
+        wall: float,
+        number: float,
+        batch: Batch,
+        raw: bytes | None,
+        own_metadata: bool,
+    ) -> None:
+        """One scalar into the batch's lists; with kept summaries, the tag's first value that
+        carries metadata into ``batch.scalar_heads`` (once per file)."""
+        batch.tags.append(tag)
+        batch.steps.append(step)
+        batch.wall_times.append(wall)
+        batch.values.append(number)
+        if raw is not None and own_metadata and tag not in self._headed:
+            self._headed.add(tag)
+            batch.scalar_heads.setdefault(tag, raw)
 
     @staticmethod
     def _rows(result: Any) -> list[dict[str, Any]]:
