@@ -3,7 +3,8 @@
 Every check raises in the caller with the argument named, so bad input never reaches a sink.
 Arrays come from NumPy, Python numbers and sequences, torch tensors on any device, and anything
 that speaks ``__array__`` or DLPack (JAX, CuPy); they are always copied, so later mutation by the
-caller does not change what is written.
+caller does not change what is written. Device values (``jax.Array``, CUDA tensors) can instead be
+deferred (:func:`defer_device`): the call starts their copy and the writer's side waits for it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from __future__ import annotations
 import math
 import operator
 import os
+import sys
 import time
+from collections import deque
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -255,3 +259,200 @@ def raise_if_swapped(
     message = swapped_tag(method, tag, value, value_arg, tag_arg)
     if message is not None:
         raise TypeError(message) from None
+
+
+# -- Device values: taken by reference, materialised on the writer's side ---------------------
+#
+# A jax.Array (and a CUDA torch tensor) is a future: the step that computes it may still run.
+# ``np.asarray`` on it waits for that step, so converting it in the call would serialise the
+# caller with the device. Instead the call starts the device-to-host copy and queues a
+# :class:`Pending`; the writer's thread materialises it. Nothing here imports jax or torch: a
+# value is one of theirs only if its type's module says so and the library is already imported.
+
+#: How many device values may be pending (copied or copying, not yet materialised) at once in
+#: this process. At the bound, the call that would go past it first materialises the oldest
+#: pending value itself, waiting for the device to finish it.
+MAX_PENDING_DEVICE_VALUES = 1024
+
+_pending: deque[Pending] = deque()
+_jax_copy: Any = None  # jax.jit of the identity, made when the first jax value arrives
+
+
+def on_device(value: Any) -> bool:
+    """Whether ``value`` is a device value whose conversion would wait for the device: a
+    ``jax.Array`` (when jax is imported) or a torch tensor on a CUDA device. Cheap for anything
+    else (its type's module is looked at, nothing is imported)."""
+    module = type(value).__module__
+    if module.startswith("jax"):
+        jax = sys.modules.get("jax")
+        return jax is not None and isinstance(value, (jax.Array, jax.core.Tracer))
+    if module.startswith("torch"):
+        return getattr(value, "is_cuda", False) is True
+    return False
+
+
+class Pending:
+    """A payload still on its way from a device: ``result()`` waits for the device copy and
+    makes the payload (``make(host_array)``), once; the writer's thread calls it.
+
+    Attributes:
+        nbytes: The value's size on the host, for the writer's bound on pending bytes.
+    """
+
+    __slots__ = ("_make", "_copy", "_value", "_error", "nbytes")
+
+    def __init__(self, make: Callable[[np.ndarray], Any], copy: _HostCopy) -> None:
+        self._make: Callable[[np.ndarray], Any] | None = make
+        self._copy: _HostCopy | None = copy
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self.nbytes = copy.nbytes
+
+    @property
+    def done(self) -> bool:
+        """Whether the payload has been made (or failed)."""
+        return self._make is None
+
+    def result(self) -> Any:
+        """The payload: made from the host copy on the first call, the same afterwards; the
+        error of making it is raised by every call."""
+        make, copy = self._make, self._copy
+        if make is not None and copy is not None:
+            try:
+                self._value = make(copy.get())
+            except BaseException as exc:
+                self._error = exc
+            self._make = self._copy = None
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class _HostCopy:
+    """A device array whose copy to the host has started; ``get()`` waits for it."""
+
+    __slots__ = ("source", "nbytes", "_event")
+
+    def __init__(self, source: Any, nbytes: int, event: Any = None) -> None:
+        self.source = source
+        self.nbytes = nbytes
+        self._event = event
+
+    def get(self) -> np.ndarray:
+        if self._event is not None:  # torch CUDA: the non-blocking copy into pinned memory
+            self._event.synchronize()
+            return _from_torch(self.source)
+        return np.asarray(self.source)
+
+
+def _start_jax(values: list[Any]) -> list[_HostCopy]:
+    """Copy ``values`` on their devices (one dispatch: the copies outlive a later ``delete()``
+    or donation of the originals), then start each copy to the host."""
+    global _jax_copy
+    jax = sys.modules["jax"]
+    tracer = jax.core.Tracer
+    for value in values:
+        if isinstance(value, tracer):
+            raise TypeError(
+                f"a traced jax value (shape {tuple(value.shape)}) cannot be logged inside jax.jit, grad "
+                "or vmap: return it from the transformed function and log it outside"
+            )
+    if _jax_copy is None:
+        _jax_copy = jax.jit(lambda arrays: arrays)
+    copies = _jax_copy(values)
+    out = []
+    for copy in copies:
+        copy.copy_to_host_async()
+        out.append(_HostCopy(copy, int(copy.size) * copy.dtype.itemsize))
+    return out
+
+
+def _start_torch_cuda(value: Any) -> _HostCopy:
+    """Untested here (no CUDA device): a non-blocking copy into pinned host memory, ordered on
+    the tensor's current stream, and an event the writer's side waits on."""
+    torch = sys.modules["torch"]
+    tensor = value.detach()
+    host = torch.empty(tensor.shape, dtype=tensor.dtype, device="cpu", pin_memory=True)
+    host.copy_(tensor, non_blocking=True)
+    event = torch.cuda.Event()
+    event.record(torch.cuda.current_stream(tensor.device))
+    return _HostCopy(host, host.numel() * host.element_size(), event)
+
+
+def defer_device(make: Callable[[np.ndarray], Any], values: Sequence[Any]) -> list[Pending]:
+    """Start the host copies of device ``values`` and return one :class:`Pending` each, whose
+    ``result()`` is ``make(np.asarray(value))``: the same array ``np.asarray`` gives.
+
+    The call returns without waiting for the device. Each value is first copied on its device
+    (jax: one dispatch for all), so deleting or donating the original afterwards loses nothing.
+    At most :data:`MAX_PENDING_DEVICE_VALUES` may be pending: beyond it the oldest is
+    materialised here, in the caller.
+
+    Raises:
+        TypeError: A value is a jax tracer (logged inside ``jax.jit``).
+    """
+    jax_values = [v for v in values if not type(v).__module__.startswith("torch")]
+    jax_copies = iter(_start_jax(jax_values)) if jax_values else iter(())
+    out = []
+    for value in values:
+        if type(value).__module__.startswith("torch"):
+            copy = _start_torch_cuda(value)
+        else:
+            copy = next(jax_copies)
+        pending = Pending(make, copy)
+        _pending.append(pending)
+        out.append(pending)
+    _make_room()
+    return out
+
+
+def defer_float(
+    value: Any, arg: str = "value", wrap: Callable[[float], Any] | None = None
+) -> Pending:
+    """:func:`to_float` of a device value without waiting for it: its shape and dtype are
+    checked in the call (one element, real), the number is made on the writer's side (and
+    passed through ``wrap`` when given). bfloat16 and the other small floats read exactly.
+
+    Raises:
+        ValueError: ``value`` holds more or fewer than one element.
+        TypeError: ``value`` is not real (complex, bool is fine as for to_float).
+    """
+    if type(value).__module__.startswith("torch"):
+        size, real = value.numel(), not value.is_complex()
+    else:
+        dtype = np.dtype(value.dtype)
+        size, real = int(value.size), dtype.kind in "biuf" or "float" in dtype.name
+    if size != 1:
+        raise ValueError(f"{arg} must hold exactly one element, got shape {tuple(value.shape)}")
+    if not real:
+        raise TypeError(f"{arg} must be a real number, got dtype {value.dtype}")
+
+    def make(host: np.ndarray) -> Any:
+        number = float(host.reshape(()).astype(np.float64))
+        return number if wrap is None else wrap(number)
+
+    (pending,) = defer_device(make, [value])
+    return pending
+
+
+def emit_pending(
+    writer: Any, kind: str, tag: Any, pending: Pending, global_step: Any, walltime: Any
+) -> None:
+    """Hand ``pending`` to ``writer.emit_deferred``; a writer without it (a face that has no
+    deferred path) gets the value now, through ``emit``."""
+    emit_deferred = getattr(writer, "emit_deferred", None)
+    if emit_deferred is not None:
+        emit_deferred(kind, tag, pending, global_step, walltime)
+    else:
+        writer.emit(kind, tag, pending.result(), global_step, walltime)
+
+
+def _make_room() -> None:
+    """Drop what the writers have materialised; then materialise the oldest until in bound."""
+    while _pending and (_pending[0].done or len(_pending) > MAX_PENDING_DEVICE_VALUES):
+        oldest = _pending.popleft()
+        if not oldest.done:
+            try:
+                oldest.result()
+            except Exception:
+                pass  # raised again where the writer's thread makes it, with the sink's report

@@ -32,11 +32,14 @@ from tallyboard.ranks import reduce as distributed
 from tallyboard.ranks.discovery import in_dataloader_worker
 from tallyboard.records import lifecycle
 from tallyboard.values import (
+    Pending,
     check_int,
     check_positive_number,
     check_step,
     check_tag,
     check_walltime,
+    defer_device,
+    on_device,
 )
 from tallyboard.warn import SinkWarning
 
@@ -621,6 +624,52 @@ class SummaryWriter(WriterMethods):
         except Exception as exc:
             self._route_failed(routes, encode, write, exc, (tag, global_step, walltime, payload))
 
+    def emit_deferred(
+        self,
+        kind: str,
+        tag: str,
+        payload: Pending,
+        global_step: Any = None,
+        walltime: Any = None,
+    ) -> None:
+        """:meth:`emit` for a payload still on its way from a device (a ``jax.Array``, a CUDA
+        tensor): the call checks tag, step and wall time (``None`` is now) and queues the
+        payload; each sink's writer thread materialises it (:meth:`Pending.result
+        <tallyboard.values.Pending.result>`) and encodes it, in the order of the calls. A
+        failure to make it is raised by a later call, as a sink's write error is.
+
+        On a rank that writes nothing it only checks; where the tag is reduced across ranks
+        (``reduce=``) the value is materialised in the call.
+        """
+        plan = self._plan
+        if not plan.writes:
+            _check_only(kind, tag, payload, global_step, walltime)
+            return
+        sync = self._rank_sync
+        if plan.suffix or (sync is not None and type(tag) is str and sync.op_for(tag)):
+            self.emit(kind, tag, payload.result(), global_step, walltime)
+            return
+        tag = check_tag(tag)
+        global_step = check_step(global_step)
+        walltime = _now() if walltime is None else check_walltime(walltime)
+        if self._closed:
+            self._open()
+        args = (tag, global_step, walltime, payload)
+        errors: list[BaseException] = []
+        for name, sink in list(self._sinks):
+            encode = self._encoder(kind, name)
+            if encode is None:
+                continue
+            try:
+                encode = functools.partial(_encode_pending, encode)
+                sink.write(Deferred(encode, args, payload.nbytes))
+            except Exception as exc:
+                if self.sink_errors == "raise":
+                    errors.append(exc)
+                else:
+                    self._detach(name, sink, "write", exc)
+        _raise_first(errors)
+
     def add_value(
         self, kind: str, tag: str, value: Any, global_step: Any = None, walltime: Any = None
     ) -> None:
@@ -654,6 +703,9 @@ class SummaryWriter(WriterMethods):
         k = self._registry.kind(kind)
         if k.log is not None:
             k.log(self, tag, value, global_step, walltime)
+        elif on_device(value):  # a device value: converted on the writer's side
+            (pending,) = defer_device(k.convert, [value])
+            self.emit_deferred(k.name, tag, pending, global_step, walltime)
         else:
             self.emit(k.name, tag, k.convert(value), global_step, walltime)
 
@@ -697,18 +749,25 @@ class SummaryWriter(WriterMethods):
                 self._children[rel] = child
         return child
 
+    def _encoder(self, kind: str, sink_name: str) -> Callable[..., Any] | None:
+        """The encoder of ``kind`` for sink ``sink_name``, or None (after one warning)."""
+        encoders = self._registry.encoders
+        encode = encoders.get((kind, sink_name))
+        if encode is None:
+            encode_any = encoders.get(("*", sink_name))
+            if encode_any is None:
+                warn.cannot_encode(sink_name, kind)
+                return None
+            encode = functools.partial(encode_any, kind)
+        return encode
+
     def _build_routes(self, kind: str) -> list[_Route]:
         k = self._registry.kind(kind)
-        encoders = self._registry.encoders
         routes: list[_Route] = []
         for sink_name, sink in self._sinks:
-            encode = encoders.get((kind, sink_name))
+            encode = self._encoder(kind, sink_name)
             if encode is None:
-                encode_any = encoders.get(("*", sink_name))
-                if encode_any is None:
-                    warn.cannot_encode(sink_name, kind)
-                    continue
-                encode = functools.partial(encode_any, kind)
+                continue
             batch = getattr(encode, "batch", None)
             write_row = getattr(sink, "write_row", None)
             if batch is not None and write_row is not None and not k.heavy:
@@ -823,6 +882,13 @@ def _emit_reduced(
         return
     check_tag(tag)
     sync.add(kind, tag, op, check_step(global_step), payload, check_walltime(walltime))  # type: ignore[union-attr]
+
+
+def _encode_pending(
+    encode: Callable[..., Any], tag: str, step: int | None, wall_time: float, payload: Pending
+) -> Any:
+    """A sink's encode of a deferred device value, on the sink's writer thread."""
+    return encode(tag, step, wall_time, payload.result())
 
 
 def _size_hint(payload: Any) -> int:

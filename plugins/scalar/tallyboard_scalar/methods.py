@@ -12,7 +12,10 @@ from tallyboard.values import (
     check_tag,
     check_text,
     check_walltime,
+    defer_float,
     describe,
+    emit_pending,
+    on_device,
     raise_if_swapped,
     to_float,
 )
@@ -75,6 +78,14 @@ def add_scalar(
     """
     if type(scalar_value) is float:
         value = scalar_value
+    elif on_device(scalar_value):  # a jax.Array, a CUDA tensor: read on the writer's side
+        if new_style is False or not check_flag(new_style, "new_style"):
+            pending = defer_float(scalar_value, "scalar_value")
+        else:
+            double = check_flag(double_precision, "double_precision")
+            pending = defer_float(scalar_value, "scalar_value", lambda v: TensorScalar(v, double))
+        emit_pending(writer, "scalar", tag, pending, global_step, walltime)
+        return
     else:
         try:
             value = to_float(scalar_value, "scalar_value")

@@ -1,0 +1,172 @@
+"""jax.Array values through the torch face: the call starts the copy, the writer's side reads it.
+
+Every value is read back with TensorBoard's EventAccumulator and compared with ``np.asarray``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from tallyboard import SummaryWriter, values
+from tensorboard.util import tensor_util
+
+from tests.conftest import load_run
+
+
+@jax.jit
+def _slow(x: jax.Array) -> jax.Array:
+    """Some 100 ms of CPU work whose result is a known number: tanh(0) stays 0."""
+    for _ in range(8):
+        x = jnp.tanh(x @ x)
+    return x.sum() + 0.25
+
+
+_BIG = jnp.zeros((700, 700), jnp.float32)
+_slow(_BIG).block_until_ready()  # compiled once for the module
+
+
+def test_add_scalar_returns_before_the_device_value_is_computed(logdir):
+    with SummaryWriter(logdir) as writer:
+        loss = _slow(_BIG)
+        writer.add_scalar("loss", loss, 3)
+        computed_at_return = loss.is_ready()
+    assert not computed_at_return
+    (event,) = load_run(logdir).Scalars("loss")
+    assert (event.step, event.value) == (3, float(np.asarray(loss)))
+
+
+def test_a_value_deleted_after_the_call_still_reaches_the_file(logdir):
+    with SummaryWriter(logdir) as writer:
+        loss = _slow(_BIG) * 2
+        writer.add_scalar("loss", loss, 0)
+        weights = jnp.arange(12.0).reshape(3, 4) * 1.5
+        expected = np.asarray(weights)
+        writer.add_value("tensor", "weights", weights, 0)
+        loss.delete()
+        weights.delete()
+    run = load_run(logdir)
+    assert run.Scalars("loss")[0].value == 0.5
+    (event,) = run.Tensors("weights")
+    np.testing.assert_array_equal(tensor_util.make_ndarray(event.tensor_proto), expected)
+
+
+def test_a_value_donated_after_the_call_still_reaches_the_file(logdir):
+    step = jax.jit(lambda p: p * 3.0, donate_argnums=0)
+    params = jnp.linspace(-1.0, 1.0, 50, dtype=jnp.float32)
+    expected = np.asarray(params).copy()
+    with SummaryWriter(logdir) as writer:
+        writer.add_value("tensor", "params", params, 1)
+        step(params)
+        assert params.is_deleted()
+    (event,) = load_run(logdir).Tensors("params")
+    np.testing.assert_array_equal(tensor_util.make_ndarray(event.tensor_proto), expected)
+
+
+def test_histograms_of_jax_values_equal_those_of_their_numpy_arrays(logdir):
+    data = jax.random.normal(jax.random.key(0), (1000,))
+    with SummaryWriter(logdir / "jax") as writer:
+        writer.add_value("histogram", "h", data, 0)
+    with SummaryWriter(logdir / "numpy") as writer:
+        writer.add_value("histogram", "h", np.asarray(data), 0)
+    got = load_run(logdir / "jax").Histograms("h")[0].histogram_value
+    want = load_run(logdir / "numpy").Histograms("h")[0].histogram_value
+    assert got == want
+
+
+def test_bfloat16_and_integer_scalars_read_exactly(logdir):
+    with SummaryWriter(logdir) as writer:
+        writer.add_scalar("bf16", jnp.array(1.5, jnp.bfloat16), 0)
+        writer.add_scalar("int", jnp.array([7], jnp.int32), 0)
+        writer.add_scalar("tensor", jnp.float32(0.1), 0, new_style=True, double_precision=True)
+    run = load_run(logdir)
+    assert run.Scalars("bf16")[0].value == 1.5
+    assert run.Scalars("int")[0].value == 7.0
+    tensor = tensor_util.make_ndarray(run.Tensors("tensor")[0].tensor_proto)
+    assert tensor.dtype == np.float64 and float(tensor) == float(np.float32(0.1))
+
+
+def test_bad_device_values_raise_in_the_call_and_nothing_accepted_is_lost(logdir):
+    with SummaryWriter(logdir) as writer:
+        writer.add_scalar("ok", jnp.float32(1.0), 0)
+        with pytest.raises(ValueError, match="scalar_value must hold exactly one element"):
+            writer.add_scalar("loss", jnp.ones(2), 1)
+        with pytest.raises(TypeError, match="scalar_value must be a real number.*complex"):
+            writer.add_scalar("loss", jnp.array(1 + 2j), 1)
+        with pytest.raises(TypeError, match="global_step must be an int"):
+            writer.add_scalar("loss", jnp.float32(1.0), 1.5)
+        writer.add_scalar("ok", jnp.float32(2.0), 1)
+    assert [e.value for e in load_run(logdir).Scalars("ok")] == [1.0, 2.0]
+
+
+def test_a_traced_value_is_refused_with_where_to_log_it(logdir):
+    with SummaryWriter(logdir) as writer:
+
+        @jax.jit
+        def step(x):
+            writer.add_scalar("inside", x.sum(), 0)
+            return x
+
+        with pytest.raises(TypeError, match="traced jax value.*log it outside"):
+            step(jnp.ones(3))
+
+
+def test_pending_values_stay_within_the_bound(logdir, monkeypatch):
+    monkeypatch.setattr(values, "MAX_PENDING_DEVICE_VALUES", 4)
+    with SummaryWriter(logdir, max_queue=1000) as writer:
+        for i in range(20):
+            writer.add_scalar("x", jnp.float32(i), i)
+            assert len(values._pending) <= 4
+    assert [e.value for e in load_run(logdir).Scalars("x")] == [float(i) for i in range(20)]
+
+
+def test_a_sharded_array_reads_as_np_asarray(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import jax, jax.numpy as jnp, numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+        from tallyboard import SummaryWriter
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+        from tensorboard.util import tensor_util
+        devices = jax.devices()
+        assert len(devices) == 2, devices
+        mesh = Mesh(np.array(devices), ("x",))
+        x = jax.device_put(jnp.arange(16.0).reshape(8, 2), NamedSharding(mesh, PartitionSpec("x")))
+        assert len(x.addressable_shards) == 2
+        loss = jax.device_put(jnp.arange(8.0), NamedSharding(mesh, PartitionSpec("x"))).sum()
+        with SummaryWriter({str(tmp_path)!r}) as writer:
+            writer.add_value("tensor", "x", x, 0)
+            writer.add_scalar("loss", loss, 0)
+        acc = EventAccumulator({str(tmp_path)!r}); acc.Reload()
+        got = tensor_util.make_ndarray(acc.Tensors("x")[0].tensor_proto)
+        np.testing.assert_array_equal(got, np.asarray(x))
+        assert acc.Scalars("loss")[0].value == float(np.asarray(loss)) == 28.0
+        print("ok")
+        """
+    )
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_plain_floats_never_look_for_jax():
+    script = (
+        "import sys, tempfile\n"
+        "from tallyboard import SummaryWriter, values\n"
+        "with SummaryWriter(tempfile.mkdtemp()) as w:\n"
+        "    w.add_scalar('x', 1.0, 0); w.add_scalar('y', 2, 0); w.add_value('tensor', 't', [1.0], 0)\n"
+        "assert not values.on_device(1.0) and not values.on_device(__import__('numpy').ones(2))\n"
+        "print('jax' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == "False", done.stderr[-2000:]
