@@ -108,6 +108,23 @@ def read(
     run_reader = RunReader(logdir, formats, kind, runs=names_or_globs(runs, "runs"), keep=False)
     run_reader.refresh()
     bar = Progress(len(run_reader.paths()), "read", show=progress)
+    return read_listed(run_reader, kind, table, wanted_tag, workers, bar, logdir)
+
+
+def read_listed(
+    run_reader: RunReader,
+    kind: str = "scalar",
+    table: str = "pandas",
+    wanted_tag: Callable[[str], bool] | None = None,
+    workers: int | None = None,
+    bar: Progress | None = None,
+    logdir: str | os.PathLike[str] | None = None,
+) -> Any:
+    """The table :func:`read` returns, of the files ``run_reader`` has listed (or taken: an
+    engine's share of a tree, see :meth:`RunReader.take`); ``bar`` is closed at the end;
+    ``logdir`` is the log dir as warnings name it (default: the reader's URL)."""
+    if logdir is None:
+        logdir = run_reader.fs.unstrip_protocol(run_reader.root)
     scalars = ScalarParts(wanted_tag) if kind == "scalar" else None
     batches: list[tuple[str, Batch]] = []  # the files' batches (scalars: only their own)
     try:
@@ -123,7 +140,8 @@ def read(
                 batches.extend(zip(group_runs, group.split()))
             del group
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
     run_reader.reset()  # the listing, dropped before the table is built
     missed = undecoded.collect(batches, wanted_tag)
     if missed:

@@ -126,6 +126,7 @@ class RunReader:
         runs: str | Iterable[str] | None = None,
         keep: bool = True,
         deadline: float | None = None,
+        storage_options: dict[str, Any] | None = None,
         summaries: bool = False,
     ) -> None:
         import fsspec
@@ -157,7 +158,12 @@ class RunReader:
             raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
         #: seconds a call to a remote store may take (None: TALLYBOARD_REMOTE_DEADLINE's).
         self.deadline = deadline
-        self.fs, root = fsspec.core.url_to_fs(logdir)
+        if storage_options is not None and not isinstance(storage_options, dict):
+            raise TypeError(f"storage_options must be None or a dict, got {storage_options!r}")
+        #: what the store's file system was made with (credentials, endpoint), for a reader
+        #: made elsewhere (an engine's worker) to reach the same store.
+        self.storage_options = dict(storage_options or {})
+        self.fs, root = fsspec.core.url_to_fs(logdir, **self.storage_options)
         self.root = root.rstrip("/") or "/"
         if is_local(self.fs):
             here = self.fs.isdir(self.root)
@@ -195,6 +201,23 @@ class RunReader:
         if self.keep or self._listed_once:
             raise RuntimeError("only() is for a one-time reader, before it lists")
         self._share = share
+
+    def take(self, files: Iterable[tuple[str, str, str, int]]) -> None:
+        """Read the files ``(path, run, format, size)`` another reader's listing found, in
+        that order, instead of listing (a share of a tree dealt to an engine's worker: the
+        tree is listed once, by the client). For a reader made with ``keep=False``, before it
+        lists."""
+        if self.keep or self._listed_once:
+            raise RuntimeError("take() is for a one-time reader, before it lists")
+        for path, run, fmt, size in files:
+            self._open[path] = _File(run, self._readers[fmt], size)
+            self._dirty.add(path)
+        self._listed_once = True
+
+    def listed(self) -> list[tuple[str, str, str, int]]:
+        """``(path, run, format, size)`` of every file to read, in reading order, as
+        :meth:`take` takes them."""
+        return [(path, f.run, f.spec.name, f.size) for path, f in self._open.items()]
 
     def run_of(self, parent: str) -> str:
         """The run name of the directory ``parent`` (its path relative to the log dir)."""

@@ -1,0 +1,83 @@
+"""What the engine tests share: a small sweep written by tallyboard, the same sweep on moto's
+S3 (on 127.0.0.1, behind a proxy that can stall), and frames compared row for row."""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tallyboard import SummaryWriter
+from tcp_proxy import s3fs_through
+from test_remote_deadline import PausableProxy
+
+BUCKET = "tallyboard-engines"
+
+
+def write_sweep(root: Path, runs: int = 12, steps: int = 40) -> Path:
+    """``runs`` runs ``lr<i>/seed<j>`` of ``steps`` steps (loss, acc; a histogram and a text
+    every 10 steps), each of its own length so the shares differ in bytes."""
+    for i in range(runs):
+        with SummaryWriter(root / f"lr{i // 2}" / f"seed{i % 2}") as w:
+            for step in range(steps + 5 * i):
+                w.add_scalar("loss", 1.0 / (step + 1) + i, step, walltime=1.7e9 + step)
+                w.add_scalar("acc", step * 0.01 * (i + 1), step, walltime=1.7e9 + step)
+                if step % 10 == 0:
+                    w.add_histogram("weights", [float(step + k) for k in range(8)], step)
+                    w.add_text("note", f"run {i} step {step}", step)
+    return root
+
+
+def corrupt_a_record(run_dir: Path) -> None:
+    """Flip a byte in the data of the middle record of the run's event file (its CRC then
+    fails)."""
+    (path,) = run_dir.glob("*tfevents*")
+    data = bytearray(path.read_bytes())
+    starts, pos = [], 0
+    while pos + 12 <= len(data):
+        (length,) = struct.unpack_from("<Q", data, pos)
+        starts.append((pos, length))
+        pos += 12 + length + 4
+    at, length = starts[len(starts) // 2]
+    data[at + 12 + length // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@contextlib.contextmanager
+def s3_sweep(
+    local: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[str, dict[str, Any], PausableProxy]]:
+    """moto's S3 on 127.0.0.1 behind a proxy that can stall, holding a copy of the sweep at
+    ``local``: its URL, the storage options a worker reaches it with, and the proxy (this
+    process's fsspec is configured too, for ``tallyboard.read``)."""
+    with s3fs_through(PausableProxy, monkeypatch, BUCKET) as (fs, proxy):
+        fs.put(str(local), f"{BUCKET}/sweep", recursive=True)
+        options = {
+            "endpoint_url": f"http://127.0.0.1:{proxy.port}",
+            "key": "testing",
+            "secret": "testing",
+        }
+        yield f"s3://{BUCKET}/sweep", options, proxy
+
+
+def assert_same_rows(got: Any, want: Any) -> None:
+    """Equal row for row and column for column: numeric dtypes the same, categorical columns
+    categorical (an engine's partitions each bring their own categories, compared as the values
+    they give), text columns compared as text (an engine may hold it as its string dtype)."""
+    import pandas as pd
+
+    got = got.reset_index(drop=True)
+    assert list(got.columns) == list(want.columns)
+    for name in want.columns:
+        dtype = want[name].dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            assert isinstance(got[name].dtype, pd.CategoricalDtype), name
+        elif pd.api.types.is_numeric_dtype(dtype):
+            assert got[name].dtype == dtype, (name, got[name].dtype, dtype)
+        if not pd.api.types.is_numeric_dtype(dtype):
+            got[name] = got[name].astype(object)
+            want = want.assign(**{name: want[name].astype(object)})
+    pd.testing.assert_frame_equal(got, want)
