@@ -91,9 +91,25 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+class FromRow:
+    """A decoded row of the kind (``data``: the serialized message) as the message again, so
+    ``tallyboard convert`` and the board can write it in another format."""
+
+    def __init__(self, kind: str) -> None:
+        self.class_name = KINDS[kind]
+
+    def __call__(self, row: dict[str, Any]) -> tuple[str, Any]:
+        return row["tag"], MESSAGE_CLASSES[self.class_name].FromString(bytes(row["data"]))
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     for kind, class_name in KINDS.items():
         register(
-            Kind(name=kind, convert=Convert(kind), description=f"MindSpore {class_name} message")
+            Kind(
+                name=kind,
+                convert=Convert(kind),
+                description=f"MindSpore {class_name} message",
+                from_row=FromRow(kind),
+            )
         )

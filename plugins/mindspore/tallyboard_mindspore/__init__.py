@@ -5,7 +5,10 @@ what ``SummaryRecord.add_value('graph', ...)`` takes), and teaches the sink the 
 scalar, image, tensor and histogram plus the lineage kinds (train_lineage, eval_lineage,
 dataset_graph, custom_lineage_data, landscape) with MindSpore's own encodings. It reads summary
 and lineage files back too (the ``mindspore`` reader, see :mod:`tallyboard_mindspore.reader`)
-with decoders for scalar, image, tensor, histogram, anf_graph and the four lineage kinds.
+with decoders for scalar, image, tensor, histogram, anf_graph and the four lineage kinds. For
+TensorBoard (the board, ``convert --to tfevents``, the mirror) it teaches the ``tfevents`` sink
+the graphs and lineage (:mod:`tallyboard_mindspore.tensorboard`), and its reader gives each run's
+lineage as hyper-parameters (:mod:`tallyboard_mindspore.hparams`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Any
 from tallyboard import Kind, SinkSpec, hookimpl
 
 SINK = "mindspore"
+#: The sink writing TensorBoard's event files, taught MindSpore's graphs and lineage here.
+TFEVENTS = "tfevents"
 #: ``LineageEvent`` field of each lineage kind.
 LINEAGE_FIELDS = {
     "train_lineage": 6,
@@ -40,6 +45,14 @@ def convert_graph(value: Any) -> bytes:
         ) from None
 
 
+def graph_from_row(row: dict[str, Any]) -> tuple[str, bytes]:
+    """A decoded graph row (``data``: a serialized ``GraphProto``) as the ``ModelProto`` bytes
+    ``add_value('graph', ...)`` takes (its field 4, ``graph``)."""
+    from tallyboard.records.wire import field_bytes
+
+    return row["tag"], field_bytes(4, bytes(row["data"]))
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     register(
@@ -47,6 +60,7 @@ def register_kinds(register: Any) -> None:
             name="anf_graph",
             convert=convert_graph,
             description="MindSpore anf_ir graph (ModelProto bytes)",
+            from_row=graph_from_row,
         )
     )
 
@@ -70,13 +84,32 @@ def register_encoders(register: Any) -> None:
     register("anf_graph", SINK, encoders.encode_graph)
     for kind, field in LINEAGE_FIELDS.items():
         register(kind, SINK, encoders.lineage_encoder(field))
+    from . import tensorboard as tb
+
+    register("anf_graph", TFEVENTS, tb.encode_anf_graph)
+    register("dataset_graph", TFEVENTS, tb.encode_dataset_graph)
+    register("train_lineage", TFEVENTS, tb.encode_train_lineage)
+    register("eval_lineage", TFEVENTS, tb.encode_eval_lineage)
+
+
+def open_reader(fs: Any, path: str, decoders: dict[str, Any]) -> Any:
+    """The reader of a summary or lineage file; a lineage file's also gives the run's lineage
+    as hyper-parameters (:class:`tallyboard_mindspore.hparams.LineageHParams`)."""
+    from . import reader
+
+    opened = reader.open_reader(fs, path, decoders)
+    if path.endswith(reader.LINEAGE_SUFFIX):
+        from .hparams import LineageHParams
+
+        return LineageHParams(opened)
+    return opened
 
 
 @hookimpl
 def register_readers(register: Any) -> None:
     from tallyboard.plugin.readers import ReaderSpec
 
-    from .reader import matches, open_reader
+    from .reader import matches
 
     register(
         ReaderSpec(

@@ -1,0 +1,108 @@
+"""MindSpore's graphs and lineage as TensorBoard summaries: encoders for the ``tfevents`` sink.
+
+They serve ``tallyboard board`` (which draws every value through the encoders of the sink that
+writes TensorBoard's summaries), ``tallyboard convert --to tfevents`` and the TensorBoard mirror
+of ``SummaryRecord(tensorboard=True)``:
+
+- ``anf_graph``: the network as the run's graph (an ``Event.graph_def``, GRAPHS' default graph);
+- ``dataset_graph``: the dataset pipeline as GRAPHS' graph tagged ``dataset_graph`` (a
+  ``graph_run_metadata_graph`` summary, as ``tf.summary.trace_export`` writes one);
+- ``train_lineage``: the final loss as the scalar ``lineage/loss``;
+- ``eval_lineage``: each number of its metrics as the scalar ``lineage/metric/<name>`` and the
+  evaluation dataset's size as ``lineage/valid_dataset_size``.
+
+The HPARAMS dashboard's hyper-parameters come from the run's lineage file as a whole (train and
+custom lineage together): :mod:`tallyboard_mindspore.hparams`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+#: Tags of what the lineage gives TensorBoard.
+LOSS_TAG = "lineage/loss"
+METRIC_PREFIX = "lineage/metric/"
+VALID_SIZE_TAG = "lineage/valid_dataset_size"
+DATASET_GRAPH_TAG = "dataset_graph"
+#: TensorBoard's plugin name (and content) of a summary holding a RunMetadata with graphs.
+RUN_METADATA_GRAPH = "graph_run_metadata_graph"
+
+
+def encode_anf_graph(tag: str, step: int | None, wall_time: float, graph_proto: bytes) -> bytes:
+    """An anf_ir ``GraphProto`` as ``Event.graph_def`` (see :mod:`tallyboard_mindspore.graphs`)."""
+    from tallyboard_tfevents.encoding import graph_event
+
+    from .graphs import anf_graph_def
+
+    return graph_event(step, wall_time, anf_graph_def(graph_proto))
+
+
+def encode_dataset_graph(tag: str, step: int | None, wall_time: float, graph: bytes) -> bytes:
+    """A lineage ``DatasetGraph`` as the GRAPHS graph tagged ``dataset_graph``."""
+    from tallyboard_tfevents.encoding import summary_event
+    from tallyboard_tfevents.proto import DT_STRING, SummaryValue, TensorProto, metadata
+
+    from .graphs import dataset_graph_def, run_metadata_with
+
+    blob = run_metadata_with(dataset_graph_def(graph))
+    tensor = TensorProto(dtype=DT_STRING, string_val=[blob])
+    value = SummaryValue(
+        tag=DATASET_GRAPH_TAG, metadata=metadata(RUN_METADATA_GRAPH, b"1"), tensor=tensor
+    )
+    return summary_event(step, wall_time, [value])
+
+
+def _scalars(step: int | None, wall_time: float, values: dict[str, float]) -> bytes:
+    from tallyboard_tfevents.encoding import summary_event
+    from tallyboard_tfevents.proto import SummaryValue
+
+    return summary_event(
+        step, wall_time, [SummaryValue(tag=t, simple_value=v) for t, v in values.items()]
+    )
+
+
+def encode_train_lineage(tag: str, step: int | None, wall_time: float, message: bytes) -> bytes:
+    """A ``TrainLineage``'s final loss as the scalar ``lineage/loss`` (an Event with no value
+    when the lineage holds no loss)."""
+    from tallyboard_lineage.messages import TrainLineage
+
+    lineage = TrainLineage.FromString(message)
+    values = {}
+    if lineage.algorithm.HasField("loss"):
+        values[LOSS_TAG] = float(lineage.algorithm.loss)
+    return _scalars(step, wall_time, values)
+
+
+def metrics_of(metric: str) -> dict[str, float]:
+    """The numbers of an ``EvaluationLineage.metric`` (the JSON MindSpore writes,
+    ``{"acc": 0.25}``), flattened (``{"a": {"b": 1}}`` gives ``a/b``); {} if it is no JSON
+    object. Lists and texts are left out."""
+    try:
+        parsed = json.loads(metric) if metric else {}
+    except ValueError:
+        return {}
+    out: dict[str, float] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}{key}/", inner)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[prefix.rstrip("/")] = float(value)
+
+    if isinstance(parsed, dict):
+        walk("", parsed)
+    return out
+
+
+def encode_eval_lineage(tag: str, step: int | None, wall_time: float, message: bytes) -> bytes:
+    """An ``EvaluationLineage``'s metrics as scalars ``lineage/metric/<name>``, and the
+    evaluation dataset's size as ``lineage/valid_dataset_size``."""
+    from tallyboard_lineage.messages import EvaluationLineage
+
+    lineage = EvaluationLineage.FromString(message)
+    values = {METRIC_PREFIX + k: v for k, v in metrics_of(lineage.metric).items()}
+    if lineage.valid_dataset.HasField("valid_dataset_size"):
+        values[VALID_SIZE_TAG] = float(lineage.valid_dataset.valid_dataset_size)
+    return _scalars(step, wall_time, values)
