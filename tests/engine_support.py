@@ -81,3 +81,33 @@ def assert_same_rows(got: Any, want: Any) -> None:
             got[name] = got[name].astype(object)
             want = want.assign(**{name: want[name].astype(object)})
     pd.testing.assert_frame_equal(got, want)
+
+
+def dataset_of(out: Path) -> tuple[Any, list[str], Any]:
+    """A dataset ``tallyboard export --dataset`` wrote: its schema, its partition folders and
+    its rows sorted (as pandas, partition columns as text)."""
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(out, format="parquet", partitioning="hive").to_table()
+    folders = sorted(str(p.parent.relative_to(out)) for p in out.rglob("*.parquet"))
+    frame = table.to_pandas().astype({"run": str, "kind": str})
+    keys = [c for c in ("run", "kind", "tag", "step", "wall_time") if c in frame.columns]
+    return table.schema, sorted(set(folders)), frame.sort_values(keys).reset_index(drop=True)
+
+
+def assert_same_exports(on_engine: Path, here: Path) -> None:
+    """Two exports of the same log dir hold the same partitions, schema and rows."""
+    import pandas as pd
+
+    schema, folders, rows = dataset_of(on_engine)
+    want_schema, want_folders, want_rows = dataset_of(here)
+    assert schema == want_schema
+    assert folders == want_folders
+    pd.testing.assert_frame_equal(rows, want_rows)
+
+
+def grow(run_dir: Path, steps: int = 5) -> None:
+    """Append ``steps`` more loss values to a run (a new event file in its folder)."""
+    with SummaryWriter(run_dir) as w:
+        for step in range(1000, 1000 + steps):
+            w.add_scalar("loss", float(step), step, walltime=1.8e9 + step)

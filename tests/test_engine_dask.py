@@ -13,8 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import assert_same_rows, corrupt_a_record, s3_sweep, write_sweep
+from engine_support import (
+    assert_same_exports,
+    assert_same_rows,
+    corrupt_a_record,
+    grow,
+    s3_sweep,
+    write_sweep,
+)
 from tallyboard import read
+from tallyboard.cli import main
 from tallyboard.warn import ReadWarning
 
 dd = pytest.importorskip("dask.dataframe", reason="the test extra installs dask")
@@ -147,6 +155,53 @@ def test_a_stalled_store_fails_the_read_within_its_deadline(
     finally:
         proxy.running.set()
     assert time.monotonic() - started < 20
+
+
+def test_export_on_dask_writes_the_files_and_schema_of_an_export_here(
+    client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_sweep(tmp_path / "sweep", runs=6, steps=20)
+    on = "dask://" + client.scheduler.address.removeprefix("tcp://")
+    for kind in ("scalar", "histogram"):
+        assert (
+            main(
+                [
+                    "export",
+                    str(root),
+                    "--dataset",
+                    str(tmp_path / f"on-{kind}"),
+                    "--kind",
+                    kind,
+                    "--on",
+                    on,
+                ]
+            )
+            == 0
+        )
+        assert (
+            main(["export", str(root), "--dataset", str(tmp_path / f"here-{kind}"), "--kind", kind])
+            == 0
+        )
+        assert_same_exports(tmp_path / f"on-{kind}", tmp_path / f"here-{kind}")
+    grow(root / "lr2" / "seed1")  # the next export appends only what is new
+    assert main(["export", str(root), "--dataset", str(tmp_path / "on-scalar"), "--on", on]) == 0
+    assert "appended 5 scalars" in capsys.readouterr().err
+    assert main(["export", str(root), "--dataset", str(tmp_path / "here-scalar")]) == 0
+    assert_same_exports(tmp_path / "on-scalar", tmp_path / "here-scalar")
+
+
+def test_export_on_an_engine_not_installed_or_without_dataset_is_refused(
+    sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["export", str(sweep), "--dataset", str(tmp_path / "d"), "--on", "spark://h:1"]) == 1
+    )
+    err = capsys.readouterr().err
+    assert "no engine 'spark' is installed" in err and "'dask'" in err and "'ray'" in err
+    assert main(["export", str(sweep), "-o", str(tmp_path / "x.csv"), "--on", "dask"]) == 1
+    assert "--on works with --dataset only" in capsys.readouterr().err
+    assert main(["export", str(sweep), "--dataset", str(tmp_path / "d"), "--on", "dask://"]) == 1
+    assert "'dask' or 'dask://HOST:PORT'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import assert_same_rows, corrupt_a_record, s3_sweep, write_sweep
+from engine_support import (
+    assert_same_exports,
+    assert_same_rows,
+    corrupt_a_record,
+    grow,
+    s3_sweep,
+    write_sweep,
+)
 from tallyboard import read
+from tallyboard.cli import main
 from tallyboard.warn import ReadWarning
 
 ray = pytest.importorskip("ray", reason="the test extra installs ray[data]")
@@ -136,6 +144,39 @@ def test_a_stalled_store_fails_the_read_within_its_deadline(
     finally:
         proxy.running.set()
     assert time.monotonic() - started < 60
+
+
+def test_export_on_ray_writes_the_files_and_schema_of_an_export_here(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_sweep(tmp_path / "sweep", runs=6, steps=20)
+    for kind in ("scalar", "text"):
+        assert (
+            main(
+                [
+                    "export",
+                    str(root),
+                    "--dataset",
+                    str(tmp_path / f"on-{kind}"),
+                    "--kind",
+                    kind,
+                    "--on",
+                    "ray",
+                ]
+            )
+            == 0
+        )
+        assert (
+            main(["export", str(root), "--dataset", str(tmp_path / f"here-{kind}"), "--kind", kind])
+            == 0
+        )
+        assert_same_exports(tmp_path / f"on-{kind}", tmp_path / f"here-{kind}")
+    assert ray.is_initialized()  # the runtime joined was left running
+    grow(root / "lr0" / "seed0")
+    assert main(["export", str(root), "--dataset", str(tmp_path / "on-scalar"), "--on", "ray"]) == 0
+    assert "appended 5 scalars" in capsys.readouterr().err
+    assert main(["export", str(root), "--dataset", str(tmp_path / "here-scalar")]) == 0
+    assert_same_exports(tmp_path / "on-scalar", tmp_path / "here-scalar")
 
 
 @pytest.mark.parametrize(

@@ -482,8 +482,10 @@ def cmd_export_dataset(
     tags: Sequence[str] | None,
     kind: str = SCALAR,
     formats: Sequence[str] | None = None,
+    on: str | None = None,
 ) -> int:
-    """Append what is new under ``logdir`` to the Parquet dataset ``out``."""
+    """Append what is new under ``logdir`` to the Parquet dataset ``out`` (written by the
+    workers of the engine ``on`` names, when given)."""
     from tallyboard.plugin.registry import get_registry
     from tallyboard.reading.dataset import export_dataset
     from tallyboard.reading.progress import Progress
@@ -510,6 +512,7 @@ def cmd_export_dataset(
             formats,
             None if kind == SCALAR else rows_of,
             progress=bar,
+            on=on,
         )
     except (TypeError, ValueError) as e:
         raise CliError(str(e)) from None
@@ -694,6 +697,13 @@ def add_parsers(sub: Any) -> None:
         "is new (runs and tags may be globs)",
     )
     p.add_argument(
+        "--on",
+        metavar="ENGINE",
+        help="with --dataset: read and write on a cluster's workers, in shares of runs: "
+        "dask://HOST:PORT, ray://HOST:PORT, or dask / ray for one on this machine (default: "
+        "read and written by this machine's processes)",
+    )
+    p.add_argument(
         "--format",
         choices=EXPORT_FORMATS,
         help="the output's format (default: from the output's suffix)",
@@ -750,8 +760,10 @@ def dispatch(args: Any) -> int:
             return cmd_ls(args.logdir, args.json, args.formats)
         if args.command == "export" and args.dataset is not None:
             return cmd_export_dataset(
-                args.logdir, args.dataset, args.runs, args.tags, args.kind, args.formats
+                args.logdir, args.dataset, args.runs, args.tags, args.kind, args.formats, args.on
             )
+        if args.command == "export" and args.on is not None:
+            raise CliError("--on works with --dataset only")
         if args.command == "export":
             return cmd_export(
                 args.logdir,

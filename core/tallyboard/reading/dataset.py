@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import warnings
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from tallyboard.plugin.readers import Batch, Batches, FileReader
 from tallyboard.reading.runs import RunReader, matcher, names_or_globs
+from tallyboard.reading.shares import Plan
 from tallyboard.warn import ReadWarning
 
 STATE = "_tallyboard_state.json"
@@ -145,8 +148,11 @@ class _PartWriter:
     #: rows gathered before they are written (memory stays bounded on any tree).
     flush_rows = 1 << 15
 
-    def __init__(self, out: str, export: int, kind: str) -> None:
+    def __init__(self, out: str, export: int, kind: str, share: int | None = None) -> None:
         self.out, self.export, self.kind = out, export, kind
+        #: the share of the export this writer writes (an engine's task): in its parts' names,
+        #: so that tasks writing side by side never name a part alike.
+        self.share = share
         self.pending: list[Any] = []
         self.held = 0
         self.rows = 0
@@ -193,7 +199,7 @@ class _PartWriter:
             self.out,
             format="parquet",
             partitioning=ds.partitioning(pa.schema([("run", text), ("kind", text)]), flavor="hive"),
-            basename_template=f".part-{self.export:06d}-{self.calls:04d}{{i}}.parquet.partial",
+            basename_template=f".part-{self.export:06d}-{self._prefix()}{{i}}.parquet.partial",
             max_partitions=1 << 30,
             max_open_files=256,
             existing_data_behavior="overwrite_or_ignore",
@@ -201,6 +207,11 @@ class _PartWriter:
         )
         self.calls += 1
         self.rows += table.num_rows
+
+    def _prefix(self) -> str:
+        """What a part's name holds after the export: the share (if any) and the call."""
+        share = "" if self.share is None else f"{self.share:06d}"
+        return f"{share}{self.calls:04d}"
 
     def publish(self) -> int:
         """Give every part written its visible name; returns how many."""
@@ -228,20 +239,25 @@ def export_dataset(
     rows_of: Callable[[str, Batch], list[dict[str, Any]]] | None = None,
     workers: int | None = None,
     progress: Callable[[int], None] | None = None,
+    on: str | None = None,
 ) -> dict[str, int]:
     """Append what is new under ``logdir`` since the last export to the dataset ``out``.
 
     ``kind`` scalars become columns ``tag, step, wall_time, value``; another kind needs
     ``rows_of(run, batch)`` giving its rows as dicts of Parquet-ready cells (the ``run`` key, if
-    any, is dropped: the partition holds it). ``runs`` and ``tags`` are names or globs. Returns
-    counts: ``rows`` written, ``files`` read, ``parts`` written.
+    any, is dropped: the partition holds it). ``runs`` and ``tags`` are names or globs. ``on``
+    names an engine (``dask://HOST:PORT``, ``ray``, ...; see :mod:`tallyboard.reading.engines`)
+    whose workers read the files and write the parts in shares of whole runs, side by side
+    (``out`` must then be a directory every worker reaches); this process lists, keeps the
+    state and publishes the parts once every share is written. Returns counts: ``rows``
+    written, ``files`` read, ``parts`` written.
     """
-    import pyarrow as pa
-
     if not isinstance(out, str) or not out:
         raise TypeError(f"out must be a non-empty str directory, got {out!r}")
     if kind != SCALAR and rows_of is None:
         raise ValueError(f"exporting kind {kind!r} needs rows_of")
+    if on is not None and not (isinstance(on, str) and on):
+        raise TypeError(f"on must be None or an engine's name or URL, got {on!r}")
     tag_globs = names_or_globs(tags, "tags")
     wanted_tag = None if tag_globs is None else matcher(tag_globs)
     run_reader = RunReader(logdir, formats, kind, runs=names_or_globs(runs, "runs"))
@@ -257,6 +273,7 @@ def export_dataset(
         )
     _remove_unlisted_parts(out, state["exports"])
     done_before: dict[str, dict[str, Any]] = state["files"].setdefault(kind, {})
+    saved_of: dict[str, dict[str, Any]] = {}  # path -> where the last export left its reader
     for _, reader in run_reader.discover():
         path = getattr(reader, "path", None)
         saved = done_before.get(path) if isinstance(path, str) else None
@@ -271,32 +288,23 @@ def export_dataset(
                 stacklevel=2,
             )
             saved = {**saved, "dead": True}
-        for name, value in saved.items():
-            setattr(reader, name, value)
+        _restore(reader, saved)
+        saved_of[path] = saved
         run_reader.resume(path)
     export = state["exports"] + 1
     count = {"rows": 0, "files": len(run_reader.paths()), "parts": 0}
     files_state: dict[str, dict[str, Any]] = {}
     writer = _PartWriter(out, export, kind)
     try:
-        for paths, group_runs, group in run_reader.iter_groups(workers, progress):
-            if kind == SCALAR:
-                writer.add(_scalar_pieces(group_runs, group, wanted_tag))
-            else:
-                assert rows_of is not None
-                for run, batch in zip(group_runs, group.split()):
-                    rows = [
-                        {key: v for key, v in row.items() if key != "run"}
-                        for row in rows_of(run, batch)
-                        if wanted_tag is None or wanted_tag(row["tag"])
-                    ]
-                    if rows:
-                        writer.add_table(run, pa.Table.from_pylist(rows))
-            del group
-            for path in paths:
-                files_state[path] = _plain_state(run_reader.opened(path))
-        writer.flush()
-        count["rows"], count["parts"] = writer.rows, writer.publish()
+        if on is None:
+            count["rows"] = _write_groups(
+                run_reader, writer, wanted_tag, rows_of, files_state, workers, progress
+            )
+        else:
+            count["rows"] = _write_on(
+                on, run_reader, writer, tag_globs, rows_of, saved_of, files_state
+            )
+        count["parts"] = writer.publish()
     finally:
         writer.discard()
     done_before.update(files_state)
@@ -306,3 +314,139 @@ def export_dataset(
         json.dump(state, fh)
     os.replace(tmp, state_path)
     return count
+
+
+def _restore(reader: FileReader, saved: dict[str, Any]) -> None:
+    """Give a fresh reader of a file the state the last export left (its offset, flags)."""
+    for name, value in saved.items():
+        setattr(reader, name, value)
+
+
+def _write_groups(
+    run_reader: RunReader,
+    writer: _PartWriter,
+    wanted_tag: Callable[[str], bool] | None,
+    rows_of: Callable[[str, Batch], list[dict[str, Any]]] | None,
+    files_state: dict[str, dict[str, Any]],
+    workers: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Read what is new of ``run_reader``'s files and write it with ``writer`` (flushed, not
+    published); each file's reader state goes into ``files_state``. Returns the rows written."""
+    import pyarrow as pa
+
+    for paths, group_runs, group in run_reader.iter_groups(workers, progress, discover=False):
+        if writer.kind == SCALAR:
+            writer.add(_scalar_pieces(group_runs, group, wanted_tag))
+        else:
+            assert rows_of is not None
+            for run, batch in zip(group_runs, group.split()):
+                rows = [
+                    {key: v for key, v in row.items() if key != "run"}
+                    for row in rows_of(run, batch)
+                    if wanted_tag is None or wanted_tag(row["tag"])
+                ]
+                if rows:
+                    writer.add_table(run, pa.Table.from_pylist(rows))
+        del group
+        for path in paths:
+            files_state[path] = _plain_state(run_reader.opened(path))
+    writer.flush()
+    return writer.rows
+
+
+@dataclass(frozen=True)
+class ShareExport:
+    """One engine task of an export: the files of a share of runs (with where the last export
+    left each), what to keep of them, and where the parts go."""
+
+    plan: Plan
+    saved: dict[str, dict[str, Any]]
+    out: str
+    export: int
+    share: int
+    rows_of: Callable[[str, Batch], list[dict[str, Any]]] | None = None
+
+
+def export_share(
+    task: ShareExport,
+) -> tuple[list[str], int, dict[str, dict[str, Any]], list[tuple[str, type[Warning]]]]:
+    """On a worker: read the share of ``task`` from where the last export left each file and
+    write its parts, hidden, under ``task.out``. Returns the parts written, the rows, each
+    file's reader state, and the warnings raised (raised again by the caller). Written again
+    alike when an engine runs it again (a worker lost): the parts have the same names."""
+    from tallyboard.reading.pool import _recording
+
+    plan = task.plan
+
+    def run() -> tuple[list[str], int, dict[str, dict[str, Any]]]:
+        reader = RunReader(
+            plan.logdir,
+            plan.formats,
+            plan.kind,
+            deadline=plan.deadline,
+            storage_options=plan.storage_options,
+        )
+        reader.take(plan.shares[0])
+        for path, saved in task.saved.items():
+            _restore(reader.opened(path), saved)
+            reader.resume(path)
+        writer = _PartWriter(task.out, task.export, plan.kind, task.share)
+        wanted_tag = None if plan.tags is None else matcher(plan.tags)
+        files_state: dict[str, dict[str, Any]] = {}
+        rows = _write_groups(reader, writer, wanted_tag, task.rows_of, files_state, 1)
+        return writer.written, rows, files_state
+
+    (written, rows, files_state), caught = _recording(run)
+    return written, rows, files_state, caught
+
+
+def _write_on(
+    on: str,
+    run_reader: RunReader,
+    writer: _PartWriter,
+    tags: tuple[str, ...] | None,
+    rows_of: Callable[[str, Batch], list[dict[str, Any]]] | None,
+    saved_of: dict[str, dict[str, Any]],
+    files_state: dict[str, dict[str, Any]],
+) -> int:
+    """Have the engine ``on`` read ``run_reader``'s new data in shares of whole runs and write
+    each share's parts (handed to ``writer`` to publish or discard); each file's reader state
+    goes into ``files_state``. Returns the rows written."""
+    from tallyboard.reading.engines import connect
+    from tallyboard.reading.pool import _warn_again
+    from tallyboard.reading.shares import SHARE_BYTES, SHARE_FILES, deal
+
+    listed = {f[0]: f for f in run_reader.listed()}
+    files = [listed[path] for path in run_reader.to_read()]
+    rows = 0
+    with connect(on) as engine:
+        by_size = max(
+            math.ceil(sum(f[3] for f in files) / SHARE_BYTES), math.ceil(len(files) / SHARE_FILES)
+        )
+        plan = Plan(
+            run_reader.fs.unstrip_protocol(run_reader.root),
+            run_reader.kind or SCALAR,
+            tags,
+            None if run_reader.formats is None else tuple(sorted(run_reader.formats)),
+            run_reader.storage_options,
+            deal(files, max(by_size, 2 * engine.cores)),
+            run_reader.deadline,
+        )
+        tasks = [
+            ShareExport(
+                plan.part(k),
+                {f[0]: saved_of[f[0]] for f in plan.shares[k] if f[0] in saved_of},
+                os.path.abspath(writer.out),
+                writer.export,
+                k,
+                rows_of,
+            )
+            for k in range(len(plan))
+        ]
+        for written, n, states, caught in engine.map(export_share, tasks):
+            writer.written.extend(written)
+            rows += n
+            files_state.update(states)
+            _warn_again(caught)
+    return rows

@@ -205,10 +205,9 @@ class RunReader:
     def take(self, files: Iterable[tuple[str, str, str, int]]) -> None:
         """Read the files ``(path, run, format, size)`` another reader's listing found, in
         that order, instead of listing (a share of a tree dealt to an engine's worker: the
-        tree is listed once, by the client). For a reader made with ``keep=False``, before it
-        lists."""
-        if self.keep or self._listed_once:
-            raise RuntimeError("take() is for a one-time reader, before it lists")
+        tree is listed once, by the client), before it lists."""
+        if self._listed_once:
+            raise RuntimeError("take() is for a reader that has not listed yet")
         for path, run, fmt, size in files:
             self._open[path] = _File(run, self._readers[fmt], size)
             self._dirty.add(path)
