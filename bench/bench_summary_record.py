@@ -179,6 +179,9 @@ def png_sizes(ms_record: Any, tensor_type: Any) -> None:
         ].astype(np.float32),
         "8x3x64x64 gradients": np.repeat(gradient, 8, 0),
         "1x3x64x64 noise": np.random.default_rng(0).random((1, 3, 64, 64), dtype=np.float32),
+        "32x3x32x32 noise": np.random.default_rng(1).random((32, 3, 32, 32), dtype=np.float32),
+        "32x3x32x32 noise < 0.5": np.random.default_rng(2).random((32, 3, 32, 32), dtype=np.float32)
+        / 2,
     }
 
     def png(factory: Any, value: Any) -> bytes:

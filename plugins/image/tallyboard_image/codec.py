@@ -6,8 +6,10 @@ release the GIL while they work). Decoded pixels match torch's exactly; the PNG 
 (TensorBoard needs a valid PNG, not torch's bytes). Pictures are compressed as Pillow (so torch
 and MindSpore) compresses them, PNG's filter chosen row by row and zlib at level 6, so a PNG is
 no larger than theirs; the filters are computed a block of rows at a time with NumPy instead of
-byte by byte. Data that does not compress (noise) is stored rather than deflated at great cost
-for nothing. The checksums (Adler-32, CRC-32) come from zlib-ng, whose SIMD versions take a sixth
+byte by byte. Data that does not compress (noise) is not deflated at great cost for nothing:
+it is stored, or, when its bytes are spread unevenly (noise of a narrower range, 7 bits a byte
+for values in [0, 0.5)), coded byte by byte by frequency (deflate without matches, zlib's
+Huffman-only strategy), which is smaller than Pillow's level-6 deflate of the same noise. The checksums (Adler-32, CRC-32) come from zlib-ng, whose SIMD versions take a sixth
 of the time of those of the zlib Python links: in a stored PNG they were most of the work.
 """
 
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from zlib_ng import zlib_ng
 from zlib_ng.zlib_ng import adler32, crc32
 
 from .convert import ImagePayload
@@ -39,6 +42,12 @@ _PROBE_BYTES = 16384
 #: (noise has 1/8, pictures and ramps mostly over 1/2); in between, a deflate probe decides.
 NOISE_NEAR_ZERO = 0.2
 PICTURE_NEAR_ZERO = 0.5
+#: Data that would be stored is coded by frequency instead (:func:`_huffman_saves`) when its
+#: bytes' entropy, estimated on a sample, is at most this many bits a byte (8 when even).
+HUFFMAN_MAX_BITS = 7.9
+#: The level passed with Huffman-only coding (the level marks such images in ``png_parts``).
+HUFFMAN = -1
+_HUFFMAN_SAMPLE = 4096
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _COLOR_TYPES = {1: 0, 2: 4, 3: 2, 4: 6}  # channels -> PNG colour type (gray, gray+alpha, RGB, RGBA)
 
@@ -97,13 +106,46 @@ def _compresses(view: memoryview) -> bool:
     return _probe_size(sample) <= len(sample) * (1 - MIN_SAVING)
 
 
-def _deflate_parts(raw: _Buffer, level: int, probe: bool = True) -> list[_Buffer]:
-    """The pieces of a zlib stream of ``raw``: stored at ``level`` 0 or when a ``probe`` shows it
-    does not compress, else deflated at ``level`` as Pillow deflates PNG data (the filtered
-    strategy, one stream from a fresh compressor: no flush marker in it)."""
-    view = memoryview(raw)
-    if level <= 0 or (probe and not _compresses(view)):
+def _huffman_saves(sample: np.ndarray) -> bool:
+    """Whether coding bytes by their frequency shrinks data whose bytes ``sample`` holds (a
+    few thousand suffice): their entropy (with Miller and Madow's correction for a sample's
+    bias) is at most :data:`HUFFMAN_MAX_BITS` bits a byte. Noise of every byte value alike has
+    8 and is stored; noise of half the values 7, which deflate shrinks by an eighth."""
+    counts = np.bincount(sample.reshape(-1), minlength=256)
+    seen = counts[counts > 0]
+    n = int(seen.sum())
+    if not n:
+        return False
+    p = seen / n
+    bits = float(-(p * np.log2(p)).sum()) + (len(seen) - 1) / (2 * n * np.log(2))
+    return bits <= HUFFMAN_MAX_BITS
+
+
+def _huffman_parts(view: memoryview) -> list[_Buffer]:
+    """A zlib stream of ``view`` coded byte by byte by frequency (deflate's Huffman-only
+    strategy: no search for matches, so no cost for noise), or stored if that is no smaller."""
+    compressor = zlib_ng.compressobj(1, zlib_ng.DEFLATED, 15, 8, zlib_ng.Z_HUFFMAN_ONLY)
+    parts: list[_Buffer] = [compressor.compress(view), compressor.flush()]
+    if sum(map(len, parts)) >= len(view) + 5 * (len(view) // _STORED_MAX + 1) + 6:
         return _stored_parts(view)
+    return parts
+
+
+def _deflate_parts(raw: _Buffer, level: int, probe: bool = True) -> list[_Buffer]:
+    """The pieces of a zlib stream of ``raw``: stored at ``level`` 0; coded by frequency alone at
+    :data:`HUFFMAN`, or when a ``probe`` shows it does not deflate but its bytes are uneven
+    (:func:`_huffman_saves`); stored when neither helps; else deflated at ``level`` as Pillow
+    deflates PNG data (the filtered strategy, one stream from a fresh compressor: no flush
+    marker in it)."""
+    view = memoryview(raw)
+    if level == HUFFMAN:
+        return _huffman_parts(view)
+    if level <= 0:
+        return _stored_parts(view)
+    if probe and not _compresses(view):
+        flat = np.frombuffer(view, np.uint8)
+        sample = flat[:: max(1, len(flat) // _HUFFMAN_SAMPLE)]
+        return _huffman_parts(view) if _huffman_saves(sample) else _stored_parts(view)
     compressor = zlib.compressobj(level, zlib.DEFLATED, 15, 8, zlib.Z_FILTERED)
     return [compressor.compress(view), compressor.flush()]
 
@@ -271,19 +313,20 @@ def png_parts(buffers: np.ndarray, w: int, c: int, level: int | None = None) -> 
     probes = [True] * k
     if level is None and rows[0].size >= 4096:
         # decide on a cheap statistic; only the unclear cases probe
+        every = max(1, h // (_HUFFMAN_SAMPLE // rows.shape[2] + 1))
         for i, near_zero in enumerate(_near_zero(rows, c)):
             if near_zero < NOISE_NEAR_ZERO:
-                levels[i] = 0
+                levels[i] = HUFFMAN if _huffman_saves(rows[i, ::every]) else 0
             elif near_zero >= PICTURE_NEAR_ZERO:
                 probes[i] = False
-    if 0 in levels:
+    if min(levels) <= 0:  # stored or coded by frequency: rows unfiltered
         buffers[[i for i, lv in enumerate(levels) if lv <= 0], :, 0] = 0  # filter type None
     ihdr = _ihdr_cache.get((w, h, c)) or _ihdr(w, h, c)
     idat = crc32(b"IDAT")
     out: list[list[_Buffer]] = []
     stored = _stored_heads.get((w, h, c)) or _stored_head(w, h, c)
     for i, image_level in enumerate(levels):
-        if image_level <= 0 and stored is not None:  # one stored block: all but the data known
+        if image_level == 0 and stored is not None:  # one stored block: all but the data known
             head, head_crc = stored
             data = buffers[i].data.cast("B")
             adler = _pack_u32(adler32(data))
