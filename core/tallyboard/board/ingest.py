@@ -318,7 +318,7 @@ class Ingest:
             else:
                 assert k.from_row is not None
                 value_tag, value = k.from_row(row)
-            data = encode(value_tag, step, wall, k.convert(value))
+            data = encode(value_tag, step, wall, k.payload_of(value))
             event = self.p.Event.FromString(bytes(data))
         except Exception as exc:  # this value cannot be shown: say so once per kind and run
             self.note(

@@ -25,9 +25,15 @@ class Kind:
     ``(run, Batch)`` read, and returns the rows of the table (say, one row per run).
     ``from_row``, when set, rebuilds a value from a row a reader decoded (its ``tag``, ``step``,
     ``wall_time`` and the decoder's fields), so ``tallyboard convert`` can write it in another
-    format: it returns ``(tag, value)``, the tag to log under (the row's, or the one that the
-    kind's encoders turn back into the row's) and a value ``convert`` accepts. It raises
-    ``ValueError`` for a row it cannot rebuild; that value is then reported as not converted.
+    format and ``tallyboard board`` show it: it returns ``(tag, value)``, the tag to log under
+    (the row's, or the one that the kind's encoders turn back into the row's) and either a
+    payload (an instance of ``payload``, handed to encoders as it is) or a value ``convert``
+    accepts. It raises ``ValueError`` for a row it cannot rebuild; that value is then reported
+    as not converted.
+    ``payload``, when set, is the type (or tuple of types) of the payloads ``convert`` returns
+    and encoders receive: a value of it is a payload already (:meth:`payload_of`), so
+    ``convert`` need not accept its own output (a kind whose payload holds statistics of an
+    array cannot rebuild the array).
     """
 
     name: str
@@ -38,6 +44,7 @@ class Kind:
     log: Callable[..., None] | None = None
     read_table: Callable[..., list[dict[str, Any]]] | None = None
     from_row: Callable[[dict[str, Any]], tuple[str, Any]] | None = None
+    payload: type | tuple[type, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -50,6 +57,18 @@ class Kind:
             raise TypeError(f"Kind {self.name!r}: read_table must be callable")
         if self.from_row is not None and not callable(self.from_row):
             raise TypeError(f"Kind {self.name!r}: from_row must be callable")
+        if self.payload is not None and not (
+            isinstance(self.payload, type)
+            or (
+                isinstance(self.payload, tuple)
+                and self.payload
+                and all(isinstance(t, type) for t in self.payload)
+            )
+        ):
+            raise TypeError(
+                f"Kind {self.name!r}: payload must be a type or a tuple of types, "
+                f"got {self.payload!r}"
+            )
         for method_name, fn in self.methods.items():
             if not method_name.startswith("add_") or not method_name.isidentifier():
                 raise ValueError(
@@ -57,3 +76,10 @@ class Kind:
                 )
             if not callable(fn):
                 raise TypeError(f"Kind {self.name!r}: method {method_name!r} is not callable")
+
+    def payload_of(self, value: Any) -> Any:
+        """``value`` as this kind's payload: as it is when it is one (``payload``), else what
+        ``convert`` makes of it."""
+        if self.payload is not None and isinstance(value, self.payload):
+            return value
+        return self.convert(value)

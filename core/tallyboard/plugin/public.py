@@ -101,6 +101,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "warn_corrupt",
         "size_of",
         "read_whole",
+        "SCALAR_KIND",
     ),
     "tallyboard.plugin.registry": (
         "get_registry",
@@ -219,6 +220,10 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "DT_INT64",
         "DT_STRING",
         "DT_BOOL",
+        "DATA_CLASS_UNKNOWN",
+        "DATA_CLASS_SCALAR",
+        "DATA_CLASS_TENSOR",
+        "DATA_CLASS_BLOB_SEQUENCE",
     ),
     # the jsonl plugin's encoder helper, and what the built-in readers hand their decoders
     "tallyboard_jsonl": ("encoder_for", "Blob"),

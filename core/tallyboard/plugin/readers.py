@@ -58,6 +58,9 @@ class Batch:
     #: description and display name) as a serialized ``Event`` holding it alone; the values
     #: themselves are in the scalar columns.
     scalar_heads: dict[str, bytes] = field(default_factory=dict)
+    #: Per tag, the display name and description its file gives it (only tags given one):
+    #: ``tallyboard.read`` hands them on with its table (``DataFrame.attrs["metadata"]``).
+    metadata: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: The wall time of the file's first record, when this batch begins at the file's start and
     #: the format has one (an event file's header event): a run's start, as TensorBoard takes
     #: it. None otherwise.
@@ -81,6 +84,8 @@ class Batch:
         self.summaries.extend(other.summaries)
         for tag, head in other.scalar_heads.items():
             self.scalar_heads.setdefault(tag, head)
+        for tag, names in other.metadata.items():
+            self.metadata.setdefault(tag, names)
         if self.start_time is None:
             self.start_time = other.start_time
 

@@ -40,12 +40,17 @@ class ScalarParts:
         self.tag_ids: dict[str, int] = {}
         self._runs_with_scalars: set[int] = set()
         self.rows = 0
+        #: (run, tag) -> (display name, description), as the files give them
+        self.metadata: dict[tuple[str, str], tuple[str, str]] = {}
 
     def add(self, runs: list[str], batches: Batches) -> None:
         """The scalars of a group of files (``runs[k]`` the run of file ``k``)."""
         import numpy as np
 
         own = [b is not None and _has_scalars(b) for b in batches.batches]
+        for run, b in zip(runs, batches.batches):
+            if b is not None and b.metadata:
+                gather_metadata(self.metadata, run, b, self.wanted_tag)
         if batches.shared() and not any(own):
             self._add_shared(runs, batches, 0, len(runs))
             return
@@ -157,7 +162,7 @@ class ScalarParts:
         if table == "arrow":
             import pyarrow as pa
 
-            return pa.table(
+            out = pa.table(
                 {
                     "run": pa.DictionaryArray.from_arrays(run_col, pa.array(all_runs, pa.string())),
                     "tag": pa.DictionaryArray.from_arrays(tag_col, pa.array(all_tags, pa.string())),
@@ -166,9 +171,10 @@ class ScalarParts:
                     "value": value,
                 }
             )
+            return with_metadata(out, self.metadata, all_tags)
         import pandas as pd
 
-        return pd.DataFrame(
+        frame = pd.DataFrame(
             {
                 "run": pd.Categorical.from_codes(run_col, categories=all_runs),
                 "tag": pd.Categorical.from_codes(tag_col, categories=all_tags),
@@ -178,6 +184,45 @@ class ScalarParts:
             },
             copy=False,  # the columns are fresh: no second copy of the table
         )
+        return with_metadata(frame, self.metadata, all_tags)
+
+
+def gather_metadata(
+    into: dict[tuple[str, str], tuple[str, str]],
+    run: str,
+    batch: Batch,
+    wanted_tag: Callable[[str], bool] | None = None,
+) -> None:
+    """Add the display names and descriptions ``batch`` holds (``Batch.metadata``) for ``run``:
+    the first a tag got is kept."""
+    for tag, names in batch.metadata.items():
+        if wanted_tag is None or wanted_tag(tag):
+            into.setdefault((run, tag), names)
+
+
+def with_metadata(
+    table: Any, metadata: dict[tuple[str, str], tuple[str, str]], tags: Any = None
+) -> Any:
+    """``table`` carrying the display names and descriptions of its runs' tags (only those the
+    files gave; of ``tags`` when given): a DataFrame in ``attrs["metadata"]``, a pyarrow Table
+    in its schema's metadata under ``b"tallyboard.metadata"`` (JSON); as a list of
+    ``{"run", "tag", "display_name", "description"}``, sorted by run and tag."""
+    wanted = None if tags is None else set(tags)
+    items = [
+        {"run": run, "tag": tag, "display_name": names[0], "description": names[1]}
+        for (run, tag), names in sorted(metadata.items())
+        if wanted is None or tag in wanted
+    ]
+    if not items:
+        return table
+    if hasattr(table, "attrs"):
+        table.attrs["metadata"] = items
+        return table
+    import json
+
+    schema_meta = dict(table.schema.metadata or {})
+    schema_meta[b"tallyboard.metadata"] = json.dumps(items).encode()
+    return table.replace_schema_metadata(schema_meta)
 
 
 def _has_scalars(batch: Batch) -> bool:

@@ -242,7 +242,7 @@ def _write_batch(
         for row in rows:
             try:
                 tag, value = rebuild(row)
-                data = encode(tag, int(row["step"]), float(row["wall_time"]), k.convert(value))
+                data = encode(tag, int(row["step"]), float(row["wall_time"]), k.payload_of(value))
             except Exception as exc:  # this value cannot be written: count it, go on
                 where = f"{row.get('tag')!r} at step {row.get('step')}"
                 summary._skip(kind, 1, f"{where} not rebuilt or refused by {target.to}: {exc!r}")

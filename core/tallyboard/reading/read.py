@@ -13,7 +13,7 @@ from tallyboard.extras import require
 from tallyboard.plugin.readers import Batch, Batches
 from tallyboard.plugin.registry import get_registry
 from tallyboard.reading import undecoded
-from tallyboard.reading.columns import ScalarParts
+from tallyboard.reading.columns import ScalarParts, gather_metadata, with_metadata
 from tallyboard.reading.progress import Progress
 from tallyboard.reading.runs import RunReader, matcher, names_or_globs
 from tallyboard.warn import ReadWarning, warn
@@ -178,10 +178,15 @@ def build_table(
     shape = getattr(get_registry().kinds.get(kind), "read_table", None)
     if shape is not None:
         rows = shape(rows, batches)
+    names: dict[tuple[str, str], tuple[str, str]] = {}
+    for run, batch in batches:
+        gather_metadata(names, run, batch, wanted_tag)
+    shown = {row.get("tag") for row in rows}
     if table == "arrow":
         import pyarrow as pa
 
-        return pa.Table.from_pylist(rows)
+        return with_metadata(pa.Table.from_pylist(rows), names, shown)
     import pandas as pd
 
-    return pd.DataFrame(rows, columns=None if rows else ["run", "tag", "step", "wall_time"])
+    frame = pd.DataFrame(rows, columns=None if rows else ["run", "tag", "step", "wall_time"])
+    return with_metadata(frame, names, shown)

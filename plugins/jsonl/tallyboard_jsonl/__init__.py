@@ -67,8 +67,8 @@ def _scalar(value: Any) -> float:
     return value if type(value) is float else float(getattr(value, "value", value))
 
 
-def _text(value: str) -> str:
-    return value
+def _text(value: Any) -> Any:
+    return value if isinstance(value, str) else value.tolist()  # a table: nested lists
 
 
 def _histogram(h: Any) -> dict[str, Any]:

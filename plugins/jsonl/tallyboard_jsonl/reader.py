@@ -193,13 +193,23 @@ class JsonlFileReader(ChunkedFileReader):
 
 
 def decode_text(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """``value``, ``shape`` and ``strings``, as the tfevents text decoder gives for one string
-    (the tag has no ``/text_summary``)."""
-    if not isinstance(value, str):
-        return None
+    """``value``, ``shape`` and ``strings``, as the tfevents text decoder gives: one string, or
+    a table written as nested lists of strings (the tag has no ``/text_summary``)."""
     import numpy as np
 
-    return {"value": value, "shape": [], "strings": np.array(value)}
+    if isinstance(value, str):
+        return {"value": value, "shape": [], "strings": np.array(value)}
+    if not isinstance(value, list):
+        return None
+    strings = np.array(value, dtype=object)
+    if strings.dtype != object or not all(isinstance(s, str) for s in strings.reshape(-1)):
+        return None  # not a rectangular table of strings
+    strings = strings.astype(str) if strings.size else np.empty(strings.shape, "U1")
+    return {
+        "value": "\n".join(strings.reshape(-1).tolist()),
+        "shape": list(strings.shape),
+        "strings": strings,
+    }
 
 
 def decode_histogram(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:

@@ -34,7 +34,10 @@ def encode_hparams(tag: str, step: int | None, wall_time: float, summary: Any) -
     return ("params", {metric_key(k): texts.get(k, str(v)) for k, v in summary.hparams.items()})
 
 
-def encode_text(tag: str, step: int | None, wall_time: float, text: str) -> tuple[Any, ...]:
+def encode_text(tag: str, step: int | None, wall_time: float, text: Any) -> tuple[Any, ...]:
+    if not isinstance(text, str):  # a table: its rows, cells separated by tabs
+        rows = text.reshape(len(text), -1) if text.ndim else text.reshape(1, 1)
+        text = "\n".join("\t".join(row) for row in rows.tolist())
     return ("file", artifact_path("text", tag, step, wall_time, ".txt"), text.encode())
 
 

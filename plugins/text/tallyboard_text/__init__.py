@@ -5,15 +5,35 @@ from __future__ import annotations
 from typing import Any
 
 from tallyboard import Kind, hookimpl
-from tallyboard.values import check_text
+from tallyboard.values import check_text, check_utf8_array
 
 _SUFFIX = "/text_summary"  # torch's text tag: <tag>/text_summary
 
 
-def _convert(value: Any, arg: str = "value") -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{arg} must be a str, got {type(value).__name__}: {value!r}")
-    return check_text(value, arg)
+def _convert(value: Any, arg: str = "value") -> Any:
+    """A str, or a table: an array (or nested lists) of str of any shape, as a read-only
+    numpy array of str (TensorBoard's TEXT tab shows a 1-D or 2-D one as a table)."""
+    if isinstance(value, str):
+        return check_text(value, arg)
+    import numpy as np
+
+    if isinstance(value, (list, tuple, np.ndarray)):
+        arr = np.array(value, dtype=object if not isinstance(value, np.ndarray) else None)
+        if arr.dtype == object and all(isinstance(s, str) for s in arr.reshape(-1)):
+            arr = arr.astype(str) if arr.size else np.empty(arr.shape, "U1")
+        if arr.dtype.kind == "U":
+            arr = check_utf8_array(np.array(arr), arg)
+            arr.flags.writeable = False
+            return arr
+    raise TypeError(
+        f"{arg} must be a str or an array of str (a table), got {type(value).__name__}: "
+        f"{value!r:.80}"
+    )
+
+
+def strings_of(text: Any) -> list[str]:
+    """The strings of a text payload, in row-major order (one for a str)."""
+    return [text] if isinstance(text, str) else [str(s) for s in text.reshape(-1)]
 
 
 def add_text(
@@ -49,13 +69,17 @@ def add_text(
     writer.emit("text", tag, _convert(text_string, "text_string"), global_step, walltime)
 
 
-def encode_tfevents(tag: str, step: int | None, wall_time: float, text: str) -> bytes:
-    """torch's layout: tag ``<tag>/text_summary``, a DT_STRING tensor of shape [1]."""
+def encode_tfevents(tag: str, step: int | None, wall_time: float, text: Any) -> bytes:
+    """torch's layout: tag ``<tag>/text_summary``, a DT_STRING tensor of shape [1] (a table:
+    of the array's shape)."""
     from tallyboard_tfevents.encoding import summary_event
     from tallyboard_tfevents.proto import DT_STRING, SummaryValue, TensorProto, metadata, shape
 
+    dims = [1] if isinstance(text, str) else list(text.shape)
     tensor = TensorProto(
-        dtype=DT_STRING, tensor_shape=shape([1]), string_val=[text.encode("utf-8")]
+        dtype=DT_STRING,
+        tensor_shape=shape(dims),
+        string_val=[s.encode("utf-8") for s in strings_of(text)],
     )
     value = SummaryValue(tag=tag + "/text_summary", metadata=metadata("text"), tensor=tensor)
     return summary_event(step, wall_time, [value])
@@ -83,17 +107,21 @@ def decode_tfevents(value: Any, step: int, wall_time: float) -> dict[str, Any] |
     return {"value": "\n".join(texts), "shape": list(dims), "strings": array}
 
 
-def from_row(row: dict[str, Any]) -> tuple[str, str]:
-    """A decoded text row as its string, under the tag that ``encode_tfevents`` turns back into
-    the row's (without the ``/text_summary`` it appends). A row of several strings is refused
-    (``ValueError``): one string would lose their shape."""
+def from_row(row: dict[str, Any]) -> tuple[str, Any]:
+    """A decoded text row as its string, or its table (``strings``, of the row's ``shape``) when
+    it holds several or is not 1-element, under the tag that ``encode_tfevents`` turns back
+    into the row's (without the ``/text_summary`` it appends)."""
     tag = row["tag"]
-    count = 1
-    for size in row.get("shape") or ():
-        count *= int(size)
-    if count != 1:
-        raise ValueError(f"text {tag!r}: a tensor of shape {row.get('shape')} is not one string")
-    return tag.removesuffix(_SUFFIX) or tag, row["value"]
+    shape = list(row.get("shape") or ())
+    base = tag.removesuffix(_SUFFIX) or tag
+    if shape in ([], [1]):
+        return base, row["value"]
+    import numpy as np
+
+    strings = row.get("strings")
+    if strings is None:
+        raise ValueError(f"text {tag!r}: a tensor of shape {shape} without its strings")
+    return base, np.asarray(strings, dtype=str).reshape(shape)
 
 
 @hookimpl

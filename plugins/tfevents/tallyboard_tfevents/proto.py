@@ -117,9 +117,57 @@ TensorProto: Any = _m["TensorProto"]
 SESSION_START = 1
 
 
-def metadata(plugin_name: str, content: bytes = b"") -> Any:
-    """SummaryMetadata naming the TensorBoard plugin that shows a value."""
-    return SummaryMetadata(plugin_data=PluginData(plugin_name=plugin_name, content=content))
+#: ``SummaryMetadata.data_class``: how TensorBoard's data layer serves a plugin's values
+#: (``tallyboard board`` and RustBoard serve only these three; 0 is unknown).
+DATA_CLASS_UNKNOWN, DATA_CLASS_SCALAR, DATA_CLASS_TENSOR, DATA_CLASS_BLOB_SEQUENCE = 0, 1, 2, 3
+
+
+def metadata(
+    plugin_name: str,
+    content: bytes = b"",
+    *,
+    data_class: int = DATA_CLASS_UNKNOWN,
+    display_name: str = "",
+    description: str = "",
+) -> Any:
+    """SummaryMetadata naming the TensorBoard plugin that shows a value.
+
+    Args:
+        plugin_name: The plugin's name (``"scalars"``, ``"images"``, your own): a value's kind
+            on the way back follows it (decoders get ``value.metadata.plugin_data``).
+        content: The plugin's own bytes (``plugin_data.content``).
+        data_class: How TensorBoard's data layer serves the values (keyword only):
+            :data:`DATA_CLASS_SCALAR` (one number a point; the SCALARS dashboard),
+            :data:`DATA_CLASS_TENSOR` or :data:`DATA_CLASS_BLOB_SEQUENCE`. A value of a
+            plugin TensorBoard does not know needs one to be served at all; a ``simple_value``
+            is served as a scalar whatever it says (TensorBoard migrates it so).
+        display_name: The name dashboards show (keyword only; TensorBoard defaults to the tag).
+        description: A description, markdown (keyword only).
+
+    Raises:
+        TypeError: an argument has the wrong type.
+        ValueError: ``data_class`` is not one of the four.
+    """
+    if not isinstance(plugin_name, str):
+        raise TypeError(f"plugin_name must be a str, got {type(plugin_name).__name__}")
+    if not isinstance(content, (bytes, bytearray)):
+        raise TypeError(f"content must be bytes, got {type(content).__name__}")
+    if isinstance(data_class, bool) or not isinstance(data_class, int):
+        raise TypeError(f"data_class must be an int, got {type(data_class).__name__}")
+    if data_class not in (0, 1, 2, 3):
+        raise ValueError(
+            f"data_class must be DATA_CLASS_UNKNOWN, _SCALAR, _TENSOR or _BLOB_SEQUENCE "
+            f"(0-3), got {data_class}"
+        )
+    for arg, text in (("display_name", display_name), ("description", description)):
+        if not isinstance(text, str):
+            raise TypeError(f"{arg} must be a str, got {type(text).__name__}")
+    return SummaryMetadata(
+        plugin_data=PluginData(plugin_name=plugin_name, content=bytes(content)),
+        data_class=data_class,
+        display_name=display_name,
+        summary_description=description,
+    )
 
 
 def shape(dims: Any) -> Any:

@@ -568,11 +568,14 @@ class EventFileReader(ChunkedFileReader):
         the later values before they reach the decoders.
 
         ``raw`` (the value alone in its ``Event``, as the file holds it) is given when the
-        reader keeps summaries (:attr:`keep_summaries`): every ``simple_value`` (whatever its
-        plugin name, as TensorBoard migrates them all to scalars) then goes to the scalar
-        columns, the first of a tag that carries metadata to ``batch.scalar_heads`` too, and
-        every other value (tensor-form scalars included) to ``batch.summaries`` instead of the
-        rows.
+        reader keeps summaries (:attr:`keep_summaries`): a plain ``simple_value`` (no plugin
+        name but ``scalars``) then goes to the scalar columns, the first of a tag that carries
+        metadata to ``batch.scalar_heads`` too, and every other value (tensor-form scalars and
+        a ``simple_value`` carrying another plugin's metadata included) to ``batch.summaries``
+        instead of the rows.
+
+        A ``simple_value`` carrying a plugin's metadata (not ``scalars``) reaches the decoders
+        like any value; one that no decoder takes is read as a scalar.
         """
         tag = value.tag
         own_metadata = value.HasField("metadata")
@@ -582,16 +585,17 @@ class EventFileReader(ChunkedFileReader):
                 kept = type(value.metadata)()
                 kept.CopyFrom(value.metadata)
                 self._metadata[tag] = kept
+                if kept.display_name or kept.summary_description:
+                    batch.metadata[tag] = (kept.display_name, kept.summary_description)
         else:
             known = self._metadata.get(tag)
             if known is not None:
                 value.metadata.CopyFrom(known)
         payload = value.WhichOneof("value")
         plugin = value.metadata.plugin_data.plugin_name
-        scalar_form = payload == "simple_value" or (payload is None and plugin in ("", "scalars"))
-        if scalar_form and (raw is not None or plugin in ("", "scalars")):
-            # a plain scalar (a simple_value; 0.0 may be written as no field at all); kept
-            # summaries read every simple_value so, as TensorBoard migrates them all to scalars
+        plain = plugin in ("", "scalars")
+        scalar_form = payload == "simple_value" or (payload is None and plain)
+        if scalar_form and plain:  # a plain scalar (0.0 may be written as no field at all)
             self._scalar(tag, step, wall, float(value.simple_value), batch, raw, own_metadata)
             return
         kind = self._kind_of_tag.get(tag)
@@ -610,10 +614,10 @@ class EventFileReader(ChunkedFileReader):
             for row in self._rows(result):
                 batch.add_row(name, {"tag": tag, "step": step, "wall_time": wall, **row})
             return
-        if scalar_form:  # a simple_value of a plugin no installed kind decodes: a scalar
-            self._scalar(tag, step, wall, float(value.simple_value), batch, raw, own_metadata)
-        elif raw is not None:
+        if raw is not None:
             batch.summaries.append((None, plugin or str(payload or "no value"), raw))
+        elif scalar_form:  # a simple_value of a plugin no installed kind decodes: a scalar
+            self._scalar(tag, step, wall, float(value.simple_value), batch, None, False)
         else:
             _count(batch, plugin or str(payload or "no value"), tag)
 
