@@ -304,3 +304,77 @@ def test_sinks_to_one_place_share_that_it_is_down_so_closes_do_not_each_wait_the
     assert closed < 5, closed  # four closes, none waiting the 5 s deadline
     counts = [m for m in _sink_warnings(caught) if "could not be sent" in m]
     assert len(counts) == 4 and all("1 values could not be sent" in m for m in counts)
+
+
+def test_a_request_timeout_bounds_close_against_a_server_that_never_answers(
+    webhook: Any, silent_url: str, tmp_path: Path
+) -> None:
+    """The issue's case: deadline 30 s, request timeout 0.5 s, a server that accepts and never
+    answers, close() at once (before the first request has failed): close() takes the timeout
+    plus the grace from that failure, not the deadline (it took 30.0 s)."""
+    settings = {"deadline": 30, "timeout": 0.5, "grace_secs": 1.0, "retry_secs": 0.1}
+    w = SummaryWriter(tmp_path, sinks=[(f"webhook+{silent_url}", settings)])
+    w.add_scalar("loss", 1.0, 0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        started = time.monotonic()
+        w.close()
+        closed = time.monotonic() - started
+    assert 0.5 <= closed < 0.5 + 1.0 + 1.5, closed  # timeout + grace (+ the call on the wire)
+    [said] = _sink_warnings(caught)
+    assert "1 values could not be sent" in said and "sent and never answered" in said, said
+
+
+def test_the_request_timeout_is_each_call_s_and_is_checked() -> None:
+    sink = Counting(_options(timeout=0.25))
+    try:
+        assert sink.call_timeout() == 0.25  # not the 30 s deadline
+    finally:
+        sink.close()
+    for bad in (0, -1, float("nan"), "soon"):
+        with pytest.raises(ValueError, match="setting 'timeout' must be a positive number"):
+            NetworkSettings(timeout=bad)  # type: ignore[arg-type]
+
+
+def test_the_url_setting_or_the_entry_s_url_and_never_two() -> None:
+    def options(location: str | None, **settings: Any) -> SinkOptions:
+        return SinkOptions(
+            log_dir="unused", location=location, settings=NetworkSettings(**settings)
+        )
+
+    assert NetworkSink.url_of(options(None, url="http://a/in")) == "http://a/in"
+    assert NetworkSink.url_of(options("http://b/in")) == "http://b/in"
+    assert NetworkSink.url_of(options("http://b/in", url="http://b/in")) == "http://b/in"
+    assert NetworkSink.url_of(options(None)) == ""
+    with pytest.raises(ValueError, match="names 'http://b/in' and its 'url' setting 'http://a/in'"):
+        NetworkSink.url_of(options("http://b/in", url="http://a/in"))
+    with pytest.raises(TypeError, match="setting 'url' must be a str"):
+        NetworkSettings(url=5)  # type: ignore[arg-type]
+
+
+def test_the_ingest_server_answers_every_body_and_keeps_it_raw(server: IngestServer) -> None:
+    """A line-protocol body (not JSON) is answered and kept; a JSON one is also parsed; a
+    failure status is answered and not kept; every answer is an attempt."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    def post(body: bytes, path: str = "/ingest") -> int:
+        url = server.url.replace("/ingest", path)
+        with urllib.request.urlopen(urllib.request.Request(url, body), timeout=5) as answer:
+            return int(answer.status)
+
+    assert post(b"loss,run=a value=0.5 1000\nloss,run=a value=0.25 2000\n", "/w?b=x") == 200
+    assert post(json.dumps({"run": "a", "records": [1]}).encode()) == 200
+    server.statuses = [500]
+    with pytest.raises(urllib.error.HTTPError, match="500"):
+        post(b"\xff not utf-8")
+    assert server.bodies == [
+        b"loss,run=a value=0.5 1000\nloss,run=a value=0.25 2000\n",
+        b'{"run": "a", "records": [1]}',
+    ]
+    assert server.paths == ["/w?b=x", "/ingest"]
+    assert server.received == [{"run": "a", "records": [1]}]
+    assert server.records() == [("a", 1)]
+    assert server.lines()[:2] == ["loss,run=a value=0.5 1000", "loss,run=a value=0.25 2000"]
+    assert [status for _, status in server.attempts] == [200, 200, 500]

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,18 +141,89 @@ def test_sink_calls_run_on_the_callers_thread_and_writes_are_not_serialised(
     assert [c for c in probe.calls if c[0] == "close"] == [("close", me)]
 
 
-def test_plugin_kind_through_summary_record_reaches_other_sinks_and_mindspore_warns(
+def test_plugin_kind_through_summary_record_reaches_other_sinks_and_mindspore_is_silent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The policy for kinds the MindSpore file cannot hold: they go to the record's other
+    sinks; the mindspore sink, which SummaryRecord always opens, is not handed them and says
+    nothing, and its file holds MindSpore's values only."""
+    import mindspore_reader as msr
+
     monkeypatch.setattr(warn_module, "_once", set())
-    warns = pytest.warns(SinkWarning, match="sink 'mindspore' cannot encode kind 'text'")
-    with warns, SummaryRecord(str(tmp_path), tensorboard=True) as record:
-        record.add_value("text", "notes", "from SummaryRecord")
-        record.add_value("scalar", "loss", np.float32(0.5))
-        record.record(7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no SinkWarning, no other warning
+        with SummaryRecord(str(tmp_path), tensorboard=True) as record:
+            record.add_value("text", "notes", "from SummaryRecord")
+            record.add_value("scalar", "loss", np.float32(0.5))
+            record.record(7)
     acc = load_run(tmp_path)
     [event] = acc.Tensors("notes/text_summary")
     assert event.step == 7 and event.tensor_proto.string_val == [b"from SummaryRecord"]
+    [summary] = tmp_path.glob("*_MS")
+    assert [(step, tag, kind) for step, tag, kind, _ in msr.values(summary)] == [
+        (7, "loss", "scalar_value")
+    ]
+
+
+def test_a_plugin_kind_no_sink_of_the_record_holds_is_said_at_add_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With only the mindspore sink (the default), a kind it cannot hold reaches nothing: the
+    mindspore sink's one warning says so at the caller's add_value line (a bad value still
+    raises there), and the value is not kept."""
+    monkeypatch.setattr(warn_module, "_once", set())
+    with SummaryRecord(str(tmp_path)) as record:
+        with pytest.warns(SinkWarning, match="sink 'mindspore' cannot encode kind 'text'") as said:
+            record.add_value("text", "notes", "lost?")
+        assert said[0].filename == __file__
+        with pytest.raises(TypeError):
+            record.add_value("text", "notes", object())
+        record.add_value("scalar", "loss", 0.5)
+        record.record(1)
+    assert load_run_kinds(tmp_path) == ["scalar_value"]
+
+
+def load_run_kinds(logdir: Path) -> list[str]:
+    import mindspore_reader as msr
+
+    [summary] = logdir.glob("*_MS")
+    return [kind for _, _, kind, _ in msr.values(summary)]
+
+
+def test_an_event_file_encoder_returns_event_bytes_and_nothing_else(
+    tmp_path: Path, register_plugin: Any
+) -> None:
+    """Section 4: bytes of one serialized Event (a bytearray too); a Summary.Value is a
+    TypeError in the logging call, saying what to return."""
+    from tallyboard_tfevents.encoding import summary_event
+    from tallyboard_tfevents.proto import SummaryValue
+
+    class Returns:
+        @hookimpl
+        def register_kinds(self, register: Any) -> None:
+            register(Kind(name="as_value", convert=float))
+            register(Kind(name="as_bytearray", convert=float))
+
+        @hookimpl
+        def register_encoders(self, register: Any) -> None:
+            def value(tag: str, step: Any, wall_time: float, x: float) -> Any:
+                return SummaryValue(tag=tag, simple_value=x)
+
+            def array(tag: str, step: Any, wall_time: float, x: float) -> Any:
+                return bytearray(summary_event(step, wall_time, [value(tag, step, wall_time, x)]))
+
+            register("as_value", "tfevents", value)
+            register("as_bytearray", "tfevents", array)
+
+    register_plugin(Returns(), "returns")
+    with SummaryWriter(tmp_path) as w:
+        w.add_value("as_bytearray", "kept", 0.5, 1)
+        with pytest.raises(TypeError, match="one serialized Event.*got SummaryValue"):
+            w.add_value("as_value", "refused", 0.5, 2)
+        w.add_scalar("after", 1.0, 3)  # the writer goes on
+    acc = load_run(tmp_path)
+    assert [(e.step, e.value) for e in acc.Scalars("kept")] == [(1, 0.5)]
+    assert [e.step for e in acc.Scalars("after")] == [3] and "refused" not in acc.Tags()["scalars"]
 
 
 def test_plugins_json_format() -> None:
@@ -194,12 +266,71 @@ def test_summary_record_hands_its_extra_sinks_the_payload_convert_made_once(
     monkeypatch.setattr(warn_module, "_once", set())
     plugin = PairPlugin()
     register_plugin(plugin, "pair")
-    with (
-        pytest.warns(SinkWarning, match="sink 'mindspore' cannot encode kind 'pair'"),
-        SummaryRecord(str(tmp_path), sinks=["memory"]) as record,
-    ):
+    with warnings.catch_warnings(), SummaryRecord(str(tmp_path), sinks=["memory"]) as record:
+        warnings.simplefilter("error", SinkWarning)  # the mindspore sink is not handed 'pair'
         record.add_value("pair", "band", (1, 2))
         record.record(3)
     [converted] = plugin.converted
     [rec] = memory_sink.records
     assert (rec.kind, rec.tag, rec.step) == ("pair", "band", 3) and rec.payload is converted
+
+
+def test_value_checks_name_the_callers_argument() -> None:
+    from tallyboard.values import to_array, to_float
+
+    with pytest.raises(TypeError, match="^values must be numeric array-like, got str"):
+        to_array("1, 2", arg="values")
+    with pytest.raises(ValueError, match="^samples is empty"):
+        to_array([], "samples")
+    with pytest.raises(TypeError, match="^low must be a number"):
+        to_float("x", arg="low")
+
+
+def test_encoders_run_on_the_callers_thread_and_heavy_ones_after_the_call(
+    tmp_path: Path, register_plugin: Any
+) -> None:
+    """Section 4: a plain kind's encoder runs inside the add_* call, on the caller's thread; a
+    heavy kind's after the call returned (on the sink's writer thread, or in the flush/close
+    that writes it)."""
+    from tallyboard_tfevents.encoding import summary_event
+    from tallyboard_tfevents.proto import SummaryValue
+
+    calling = threading.local()  # .active: this thread is inside add_value
+    seen: dict[str, list[tuple[int, bool]]] = {"light": [], "weighty": []}
+
+    def encoder(kind: str) -> Any:
+        def encode(tag: str, step: Any, wall_time: float, value: float) -> bytes:
+            seen[kind].append((threading.get_ident(), getattr(calling, "active", False)))
+            return summary_event(step, wall_time, [SummaryValue(tag=tag, simple_value=value)])
+
+        return encode
+
+    class Threads:
+        @hookimpl
+        def register_kinds(self, register: Any) -> None:
+            register(Kind(name="light", convert=float))
+            register(Kind(name="weighty", convert=float, heavy=True))
+
+        @hookimpl
+        def register_encoders(self, register: Any) -> None:
+            register("light", "tfevents", encoder("light"))
+            register("weighty", "tfevents", encoder("weighty"))
+
+    register_plugin(Threads(), "threads")
+    threads = []
+
+    def log(w: SummaryWriter) -> None:
+        threads.append(threading.get_ident())
+        calling.active = True
+        w.add_value("light", "a", 1.0, 0)
+        w.add_value("weighty", "b", 2.0, 0)
+        calling.active = False
+
+    with SummaryWriter(tmp_path) as w:
+        other = threading.Thread(target=log, args=(w,))
+        other.start()
+        other.join()
+        log(w)
+    assert seen["light"] == [(threads[0], True), (threads[1], True)]
+    assert len(seen["weighty"]) == 2 and not any(inside for _, inside in seen["weighty"])
+    assert [e.value for e in load_run(tmp_path).Scalars("b")] == [2.0, 2.0]

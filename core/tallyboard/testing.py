@@ -126,18 +126,23 @@ class MemoryPlugin:
 
 
 class IngestServer:
-    """An HTTP server on 127.0.0.1 that records JSON POSTs, to test a network sink against.
+    """An HTTP server on 127.0.0.1 that records what a network sink sends, to test it against.
 
-    Each POST is answered with the next status of :attr:`statuses` (200 once it is empty); only
-    bodies answered 2xx count as received. Use it as a context manager (or the
-    ``ingest_server`` fixture): it serves on its own thread until the block ends.
+    Every request (``POST``, ``PUT``) is answered, whatever its body: with the next status of
+    :attr:`statuses` (200 once it is empty). Bodies answered 2xx are kept as they came
+    (:attr:`bodies`, any format: JSON, InfluxDB line protocol, protobuf), with their path and
+    query (:attr:`paths`) and headers; a body that is JSON is also kept parsed
+    (:attr:`received`). Use it as a context manager (or the ``ingest_server`` fixture): it serves
+    on its own thread until the block ends.
 
     Attributes:
-        url: ``http://127.0.0.1:<port>/ingest``.
+        url: ``http://127.0.0.1:<port>/ingest`` (any path is served; ``url`` is one).
         statuses: The next answers, in order (say ``[500, 503]``: two failures, then 200s).
-        attempts: ``(time.monotonic(), status)`` of every POST, answered or not.
-        received: The JSON bodies answered 2xx, in arrival order.
-        headers: The headers of those requests.
+        attempts: ``(time.monotonic(), status)`` of every request, each answered so.
+        bodies: The raw bodies (bytes) answered 2xx, in arrival order.
+        paths: The path and query of each of those requests (``/api/v2/write?bucket=b``).
+        headers: The headers of each of those requests.
+        received: Of those bodies, the ones that are JSON, parsed, in arrival order.
     """
 
     def __init__(self) -> None:
@@ -145,6 +150,8 @@ class IngestServer:
 
         self.statuses: list[int] = []
         self.attempts: list[tuple[float, int]] = []
+        self.bodies: list[bytes] = []
+        self.paths: list[str] = []
         self.received: list[Any] = []
         self.headers: list[dict[str, str]] = []
         self.cond = threading.Condition()
@@ -152,20 +159,25 @@ class IngestServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                import json
                 import time
 
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                with ingest.cond:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+                with ingest.cond:  # nothing here raises: every request is answered below
                     status = ingest.statuses.pop(0) if ingest.statuses else 200
                     ingest.attempts.append((time.monotonic(), status))
                     if status < 300:
-                        ingest.received.append(json.loads(body))
+                        ingest.bodies.append(body)
+                        ingest.paths.append(self.path)
                         ingest.headers.append(dict(self.headers))
+                        parsed = _json_or_none(body)
+                        if parsed is not None:
+                            ingest.received.append(parsed)
                     ingest.cond.notify_all()
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+
+            do_PUT = do_POST  # noqa: N815 - http.server's name
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -174,6 +186,11 @@ class IngestServer:
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/ingest"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def lines(self) -> list[str]:
+        """Every line of every body received, decoded as UTF-8 (a line-protocol sink's points)."""
+        with self.cond:
+            return [line for body in self.bodies for line in body.decode().splitlines() if line]
 
     def records(self) -> list[tuple[Any, Any]]:
         """Every record received, as ``(body["run"], record)`` for bodies shaped
@@ -197,6 +214,16 @@ class IngestServer:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def _json_or_none(body: bytes) -> Any:
+    """``body`` parsed as JSON, or None when it is not JSON."""
+    import json
+
+    try:
+        return json.loads(body)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError both are
+        return None
 
 
 try:

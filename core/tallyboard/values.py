@@ -124,7 +124,12 @@ def _from_torch(value: Any) -> np.ndarray:
 
 
 def to_array(value: Any, arg: str = "value", *, allow_empty: bool = False) -> np.ndarray:
-    """Copy ``value`` into a NumPy array, or raise TypeError naming ``arg``."""
+    """Copy ``value`` into a NumPy array, or raise TypeError naming ``arg``.
+
+    Pass your parameter's name as ``arg`` (``to_array(values, arg="values")``): every error
+    names it, so the user reads their own argument's name, not ``value``. An empty array is a
+    ValueError unless ``allow_empty``.
+    """
     if isinstance(value, np.ndarray):
         out = value.copy()
     elif type(value).__module__.startswith("torch") and hasattr(value, "detach"):
@@ -153,7 +158,10 @@ def to_array(value: Any, arg: str = "value", *, allow_empty: bool = False) -> np
 
 
 def to_float(value: Any, arg: str = "value") -> float:
-    """A single number as float: Python or NumPy scalars, one-element arrays and tensors."""
+    """A single number as float: Python or NumPy scalars, one-element arrays and tensors.
+
+    Errors name ``arg``: pass your parameter's name (``to_float(low, arg="low")``).
+    """
     tp = type(value)
     if tp is float:
         return value  # type: ignore[no-any-return]

@@ -111,7 +111,10 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument("logdir", help="log dir: a local path or an fsspec URL (s3://bucket/runs)")
     p.add_argument(
-        "--port", type=_port, default=BOARD_PORT, help=f"TensorBoard's port (default {BOARD_PORT})"
+        "--port",
+        type=_port,
+        default=BOARD_PORT,
+        help=f"TensorBoard's port (default {BOARD_PORT}; 0: a free one, printed with the URL)",
     )
     p.add_argument(
         "--host",

@@ -34,6 +34,7 @@ from tallyboard.plugin.sinks import Sink, SinkEntry, SinkOptions, parse_sink, pa
 from tallyboard.ranks import discovery as ranks
 from tallyboard.records import lifecycle
 from tallyboard.values import check_utf8
+from tallyboard.warn import cannot_encode
 
 __all__ = ["SummaryRecord", "Recorded", "PLUGINS"]
 
@@ -386,6 +387,15 @@ class SummaryRecord:
             for t in targets
             if (kind, t.spec.name) in registry.encoders or ("*", t.spec.name) in registry.encoders
         }
+        # The kinds the mindspore sink holds (those with a mindspore encoder): another kind is
+        # not handed to it, only to the sinks above that encode it (see add_value).
+        encoders = registry.encoders
+        self._held_kinds = (
+            set(registry.kinds)
+            if ("*", DEFAULT_SINK) in encoders
+            else {kind for kind, sink in encoders if sink == DEFAULT_SINK}
+        )
+        self._foreign = False  # the pool holds a value of a kind the mindspore sink does not
         self._mirror: Any = None
         mindspore_operators.discard_graph_values()  # as MindSpore's constructor does
 
@@ -585,6 +595,8 @@ class SummaryRecord:
                     f"Plugin {plugin!r} needs the tallyboard kind {kind!r}, which no installed plugin provides"
                 )
             payload = registered.convert(value)
+            if kind not in self._held_kinds and not self._reachable(kind):
+                return
             if plugin == "LANDSCAPE":
                 plugin = "landscape"
             if (
@@ -733,9 +745,24 @@ class SummaryRecord:
             }
             items = [item for item in items if keep[item[0]]]
         if items:
-            self._write_record(step, wall_time, items)
+            held = items
+            if self._foreign:  # values of kinds only the other sinks hold: not for this one
+                self._foreign = False
+                held = [item for item in items if item[0] in self._held_kinds]
+            if held:
+                self._write_record(step, wall_time, held)
             if self._extra_sinks:
                 self._mirror_values(step, wall_time, items)
+        return True
+
+    def _reachable(self, kind: str) -> bool:
+        """Whether a value of ``kind``, which the mindspore sink does not hold, reaches another
+        sink of this record; if not, the mindspore sink's one warning per kind says so (at the
+        caller's ``add_value`` line) and the value is not kept."""
+        if kind not in self._mirrored_kinds:
+            cannot_encode(DEFAULT_SINK, kind)
+            return False
+        self._foreign = True
         return True
 
     def flush(self) -> None:

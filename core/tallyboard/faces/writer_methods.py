@@ -15,6 +15,8 @@ the stub, type checkers take the methods as ``Any``.
 
 from __future__ import annotations
 
+import functools
+import types
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -74,9 +76,21 @@ def _install(reg: _registry.Registry | None) -> None:
             delattr(WriterMethods, name)
     if reg is not None:
         for name, (_, fn) in reg.methods.items():
+            method = fn if isinstance(fn, types.FunctionType) else _as_method(fn)
             if WriterMethods.__dict__.get(name) is not fn:
-                setattr(WriterMethods, name, fn)
+                setattr(WriterMethods, name, method)
     _installed = reg
+
+
+def _as_method(fn: Any) -> Any:
+    """A function calling ``fn(writer, ...)`` for a callable that Python would not bind to the
+    writer as a class attribute (a bound method, a ``functools.partial``, a callable object)."""
+
+    @functools.wraps(fn)
+    def method(writer: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(writer, *args, **kwargs)
+
+    return method
 
 
 _registry.on_change(_install)

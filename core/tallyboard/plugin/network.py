@@ -29,15 +29,19 @@ What it does:
 - ``flush()`` returns once everything written so far was delivered, or when the server is known
   not to answer, or after the deadline; when it returns with values undelivered it says so then
   (one :class:`~tallyboard.warn.SinkWarning` per outage, counting them). ``close()`` sends what is
-  queued and calls :meth:`NetworkSink.finish` within the deadline (a short grace when the server
-  is known down), then reports what was not delivered in one ``SinkWarning`` with its count.
+  queued and calls :meth:`NetworkSink.finish`, then reports what was not delivered in one
+  ``SinkWarning`` with its count. It takes at most the deadline, and at most
+  :attr:`NetworkSettings.grace_secs` (plus the end of the call on the wire) from the moment the
+  server is known not to answer: when ``close()`` began, if a call had failed before, else the
+  moment a call made during ``close()`` fails or times out.
 - Every network call is bounded: a subclass passes :meth:`NetworkSink.call_timeout` as the
   timeout of each call it makes (and lets its client library retry nothing: this class retries).
-  That timeout never reaches past the deadline of a ``close()`` under way, and is the grace
-  while the server is known not to answer, so ``close()`` waits for the call on the wire to end
-  (within its deadline) and no value arrives after ``close()`` said it was not sent. A call that
-  outlives its timeout anyway (a client that ignores it) is counted in the close message as
-  values the server may have taken (:attr:`Outcome.unanswered`).
+  That timeout is the :attr:`NetworkSettings.timeout` setting (else the deadline), the grace
+  while the server is known not to answer, and never reaches past the end of a ``close()``
+  under way, so ``close()`` waits for the call on the wire to end and no value arrives after
+  ``close()`` said it was not sent. A call that outlives its timeout anyway (a client that
+  ignores it) is counted in the close message as values the server may have taken
+  (:attr:`Outcome.unanswered`).
 - With :attr:`~tallyboard.plugin.sinks.SinkOptions.confirm` (``tallyboard sync``), ``flush()``
   raises ``OSError`` unless everything was delivered, and ``close()`` raises instead of warning:
   sync remembers as sent only what a ``flush()`` confirmed.
@@ -83,9 +87,19 @@ class NetworkSettings:
             10 s at most.
         retry_secs: Pause after a failed send; it doubles after each failure in a row.
         retry_max_secs: Longest pause between two tries.
-        grace_secs: What ``close()`` waits when the server is already known not to answer (one
-            more try), instead of the whole deadline; also the longest one call may take
-            (:meth:`NetworkSink.call_timeout`) while the server is known not to answer.
+        grace_secs: What ``close()`` still waits once the server is known not to answer (one
+            more try), instead of the rest of the deadline: from the start of ``close()`` when a
+            call had failed before it, else from the failure of a call made during ``close()``.
+            Also the longest one call may take (:meth:`NetworkSink.call_timeout`) while the
+            server is known not to answer.
+        timeout: Longest one network call (one request) may take, in seconds. None: the
+            deadline. A call that runs out of it fails, is retried, and marks the server as not
+            answering, so a ``close()`` that meets a server that never answers takes about
+            ``timeout + grace_secs``, not the deadline.
+        url: Where the sink sends, for a sink given by its name alone
+            (``("webhook", {"url": "http://host/in"})``); a ``sinks=`` entry's own URL
+            (``"webhook+http://host/in"``) is :attr:`~tallyboard.plugin.sinks.SinkOptions.location`.
+            A sink reads both with :meth:`NetworkSink.url_of`. None: the entry's URL.
     """
 
     deadline: float | None = None
@@ -95,11 +109,22 @@ class NetworkSettings:
     retry_secs: float = 0.5
     retry_max_secs: float = 5.0
     grace_secs: float = 2.0
+    timeout: float | None = None
+    url: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("deadline", "send_secs", "retry_secs", "retry_max_secs", "grace_secs"):
+        if self.url is not None and not isinstance(self.url, str):
+            raise TypeError(f"setting 'url' must be a str, got {type(self.url).__name__}")
+        for name in (
+            "deadline",
+            "send_secs",
+            "retry_secs",
+            "retry_max_secs",
+            "grace_secs",
+            "timeout",
+        ):
             value = getattr(self, name)
-            if value is None and name in ("deadline", "send_secs"):
+            if value is None and name in ("deadline", "send_secs", "timeout"):
                 continue
             if not (
                 isinstance(value, (int, float))
@@ -241,10 +266,11 @@ class NetworkSink:
         self._trying: list[Any] = []  # the batch the sender thread is sending
         self._sending = False  # the sender thread is inside send()
         self._end_by: float | None = None  # when close() stops waiting (monotonic)
+        self._done = False  # the sender thread returned
         self._busy_until = 0.0  # when the last call bounded by call_timeout() ends at the latest
         self._unanswered = 0  # values at the front of _items a failed try may have delivered
         self._thread = threading.Thread(
-            target=self._loop, name=f"tallyboard-{self.name}-{options.run}", daemon=True
+            target=self._run, name=f"tallyboard-{self.name}-{options.run}", daemon=True
         )
         self._thread.start()
 
@@ -295,14 +321,32 @@ class NetworkSink:
             cause = cause.__cause__ or cause.__context__
         return True
 
+    @staticmethod
+    def url_of(options: SinkOptions) -> str:
+        """The URL a sink sends to: the ``url`` setting, else the ``sinks=`` entry's URL
+        (:attr:`~tallyboard.plugin.sinks.SinkOptions.location`), else ``""``.
+
+        Raises:
+            ValueError: Both are given and differ (which one was meant cannot be told).
+        """
+        settings = options.settings
+        given = settings.url if isinstance(settings, NetworkSettings) else None
+        location = options.location
+        if given and location and given != location:
+            raise ValueError(
+                f"the sinks entry names {location!r} and its 'url' setting {given!r}: give one"
+            )
+        return given or location or ""
+
     def call_timeout(self) -> float:
         """The timeout, in seconds, of the network call about to be made; ask before each call.
 
         Pass it to the client as the call's own timeout, and turn the client's retries off
         (this class retries, with backoff): then no call outlives ``close()``. It is the
-        deadline; the grace (:attr:`NetworkSettings.grace_secs`) while the server is known not to
-        answer; and, once ``close()`` began, never more than the time it has left, so
-        ``close()`` can wait for the call on the wire to end instead of leaving it running.
+        :attr:`NetworkSettings.timeout` setting (else the deadline); the grace
+        (:attr:`NetworkSettings.grace_secs`) while the server is known not to answer; and, once
+        ``close()`` began, never more than the time it has left, so ``close()`` can wait for
+        the call on the wire to end instead of leaving it running.
 
         Returns:
             Seconds, more than 0.
@@ -316,6 +360,8 @@ class NetworkSink:
             if self._give_up:
                 raise _OutOfTime(f"{self.name} sink: close() gave up on {self.where}")
             limit = self.deadline
+            if self.settings.timeout is not None:
+                limit = min(limit, self.settings.timeout)
             if self._place.down():
                 limit = min(limit, self.settings.grace_secs)
             if self._end_by is not None:  # most of what close() has left, so the call has
@@ -355,6 +401,9 @@ class NetworkSink:
     def write(self, data: Any) -> None:
         """Queue one encoded value; never waits on the network, but for room in a full queue.
 
+        ``None`` is nothing to send: what an encoder returns for a value the sink's format
+        cannot hold (say, a NaN in InfluxDB's line protocol), after saying so.
+
         Raises:
             OSError: An earlier batch was refused.
             ValueError: The sink is closed.
@@ -364,6 +413,8 @@ class NetworkSink:
                 self._raise_error()
             if self._closing:
                 raise ValueError(f"write() on a closed {self.name} sink")
+            if data is None:
+                return
             self._queued += 1
             items = self._items
             limit = self.settings.max_pending
@@ -449,9 +500,14 @@ class NetworkSink:
             self._closing = True
             self._wake = True
             self._cond.notify_all()
-        self._thread.join(max(0.0, end_by - time.monotonic()))
+        with self._cond:  # _end_by moves closer when a call fails meanwhile (_try)
+            while self._thread.is_alive() and not self._done:
+                left = (self._end_by or 0.0) - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
         with self._cond:
-            if self._thread.is_alive():
+            if self._thread.is_alive() and not self._done:
                 self._place.stalled = True
             self._give_up = True  # no new call from now on
             self._cond.notify_all()
@@ -528,6 +584,14 @@ class NetworkSink:
         if self._error is not None:
             error, self._error = self._error, None
             raise OSError(f"{self.name} sink failed to send to {self.where}: {error}") from error
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            with self._cond:
+                self._done = True
+                self._cond.notify_all()
 
     def _loop(self) -> None:
         cond, settings = self._cond, self.settings
@@ -649,6 +713,8 @@ class NetworkSink:
                     )
                 self._place.offline = exc
                 self._failing = True
+                if self._end_by is not None:  # close() under way: the grace from now on
+                    self._end_by = min(self._end_by, time.monotonic() + self.settings.grace_secs)
                 self._cond.notify_all()
             return False
         finally:

@@ -160,10 +160,11 @@ class SinkSpec:
             typed ``str``, ``int``, ``float`` or ``bool`` (or one of them ``| None``) also take
             their text form, as the command line gives them. Any other name given is refused
             with a ``ValueError`` naming the sink. None: the sink takes no settings.
-        tensorboard_summaries: True when the sink's encoders (``(kind, name)``) return
-            TensorBoard's ``Summary.Value`` protos, the language of TensorBoard's plugins:
+        tensorboard_summaries: True when the sink's encoders (``(kind, name)``) return what
+            the built-in ``tfevents`` sink's return: the bytes of one serialized TensorBoard
+            ``Event`` whose ``Summary.Value`` messages are exactly what TensorBoard's plugins read.
             ``tallyboard board`` shows every value through the encoders of the sink that says
-            so (the one first by name, should several).
+            so (the one first by name, should several), parsing each as an ``Event``.
     """
 
     name: str

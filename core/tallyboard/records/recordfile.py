@@ -166,6 +166,16 @@ class RecordFile:
                 self._accepting = True
                 self.write(record)
                 return
+            if not isinstance(record, Deferred):
+                if isinstance(record, (bytes, bytearray, memoryview)):
+                    self.write(bytes(record), size)
+                    return
+                raise TypeError(
+                    "a record file takes the bytes of one record (an encoder for this sink "
+                    "returns bytes: for the tfevents sink, one serialized Event, as "
+                    f"tallyboard_tfevents.encoding.summary_event makes) or a Deferred, got "
+                    f"{type(record).__name__}"
+                )
             hint = size if size is not None else getattr(record, "size_hint", 0)
             self._bytes_in += hint - ROW_BYTES
             self._deferred += 1
