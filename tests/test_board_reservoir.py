@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tallyboard.board.reservoir import Reservoir, downsample
+from tallyboard.board.reservoir import Reservoir
+from tallyboard.board.sampling import downsample
 from tallyboard.board.store import parse_samples
 
 
@@ -65,9 +66,14 @@ def test_object_payloads_keep_tuples_whole() -> None:
     assert len(r) == 3 and r.view[2][-1] == (b"e", b"f")
 
 
-def test_a_read_downsamples_evenly_and_always_ends_at_the_last() -> None:
+def test_a_read_keeps_rustboards_seeded_sample_and_always_the_last() -> None:
     idx = np.arange(100)
-    assert idx[downsample(100, 5)].tolist() == [0, 24, 49, 74, 99]
+    # what RustBoard 0.7.2 answers for these lengths (read from it; the differential suite
+    # asks it live): Floyd's draw, the in-place one (k - 1 > 11) and the rejection one
+    assert idx[:5][downsample(5, 3)].tolist() == [0, 1, 4]
+    assert idx[:25][downsample(25, 11)].tolist() == [0, 2, 5, 7, 11, 16, 17, 18, 19, 23, 24]
+    assert downsample(10, 2).tolist() == [0, 9]
+    assert downsample(50_000, 170)[-1] == 49_999 and len(downsample(50_000, 170)) == 170
     assert idx[downsample(100, 1)].tolist() == [99]
     assert idx[downsample(100, 0)].tolist() == []
     assert idx[downsample(100, 500)].tolist() == list(range(100))

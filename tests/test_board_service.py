@@ -7,6 +7,7 @@ channel with the stubs TensorBoard ships, as TensorBoard's frontend asks it.
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,8 @@ def _write(root: Path) -> None:
         w.add_scalar("loss", 2.0 / 3.0, 0, walltime=500.0)
     with SummaryWriter(root / "quiet") as w:  # a file, no value yet
         w.flush()
+    with SummaryWriter(root / "later") as w:  # a value an hour after the file's header
+        w.add_scalar("loss", 0.5, 0, walltime=time.time() + 3600)
     (root / "empty").mkdir()
 
 
@@ -73,13 +76,15 @@ def test_runs_are_listed_by_start_time_the_wall_time_of_their_first_event(stub: 
     runs = stub.ListRuns(pb.ListRunsRequest()).runs
     names = [r.name for r in runs]
     assert names[0] == "late" and runs[0].start_time == 500.0  # a CSV: its first value
-    assert sorted(names) == ["early", "early/trial", "late", "quiet"]
+    assert sorted(names) == ["early", "early/trial", "late", "later", "quiet"]
     assert "empty" not in names  # a folder with no file is no run
     starts = {r.name: r.start_time for r in runs}
-    # an event file's first event (its header), not its first value (logged at 1000 s)
-    assert starts["early"] == _first_event_wall_time(Path(stub.root) / "early") > 1000.0
+    # an event file's first event (its header), not its first value (logged an hour later)
+    assert starts["later"] == _first_event_wall_time(Path(stub.root) / "later")
     # a run whose file holds no value yet is listed, as TensorBoard lists it
     assert starts["quiet"] == _first_event_wall_time(Path(stub.root) / "quiet")
+    # values stamped before the file's header (at 1000 s): the earliest, as RustBoard
+    assert starts["early"] == 1000.0
     assert [r.start_time for r in runs] == sorted(r.start_time for r in runs)
 
 
@@ -119,7 +124,7 @@ def test_downsampling_ends_at_the_last_point_and_zero_means_zero(stub: Any) -> N
     one = _scalars(stub, downsample=pb.Downsample(num_points=1))
     assert one[("early", "loss")] == [(4, float(np.float32(0.2)))]
     three = _scalars(stub, downsample=pb.Downsample(num_points=3))
-    assert [s for s, _ in three[("early", "loss")]] == [0, 2, 4]
+    assert [s for s, _ in three[("early", "loss")]] == [0, 1, 4]  # RustBoard's pick
     zero = _scalars(stub, downsample=pb.Downsample(num_points=0))
     assert all(points == [] for points in zero.values())
 

@@ -243,15 +243,3 @@ def _cat(a: Any, b: Any) -> Any:
         out[len(a) :] = b
         return out
     return np.concatenate([a, b])
-
-
-def downsample(n: int, k: int) -> Any:
-    """Indices of ``k`` of ``n`` points spread evenly, always ending at the last (all when
-    ``k >= n``); what a read asking for ``num_points`` gets."""
-    if k >= n:
-        return slice(None)
-    if k <= 0:
-        return slice(0, 0)
-    if k == 1:
-        return slice(n - 1, n)
-    return np.floor(np.linspace(0, n - 1, k)).astype(np.int64)

@@ -9,6 +9,8 @@ of the protocol (``tensorboard/data/proto/data_provider.proto``) kept here:
   nothing;
 - reads need ``downsample`` (``INVALID_ARGUMENT`` when absent or negative; 0 points is 0), and
   a downsampled series always ends with its last point, so ``num_points=1`` is the latest value;
+  the other points are RustBoard's seeded uniform sample, drawn the same
+  (:mod:`~tallyboard.board.sampling`);
 - runs are listed by start time (the wall time of the first event of a run's file, as
   TensorBoard takes it), every run read so far, values or not;
 - a blob key names run, tag, step and index, not a position in memory, so it still finds the
@@ -39,7 +41,7 @@ from tensorboard.data.proto import data_provider_pb2 as pb
 from tensorboard.data.proto import data_provider_pb2_grpc as pb_grpc
 
 from tallyboard.board.loader import stall_after
-from tallyboard.board.reservoir import downsample
+from tallyboard.board.sampling import downsample
 from tallyboard.board.store import BLOB_SEQUENCE, SCALAR, TENSOR, Series, Store
 
 #: Bytes of a blob sent in one ``ReadBlobResponse``.

@@ -86,10 +86,11 @@ class Series:
 class Run:
     """One run: its start and its series by tag.
 
-    The start is TensorBoard's: the wall time of the run's first event (the header event a
-    writer puts first in each file), when the reader tells it; else the earliest wall time of
-    a value read (formats with no header: CSV, JSONL, ...). A run is listed once it has a
-    start, values or not.
+    The start is RustBoard's: the earliest wall time of the run's events, which is its first
+    file's first event (the header a writer puts first) when the reader tells it
+    (``Batch.start_time``), or a value stamped earlier than that (torch's ``add_scalars`` takes
+    the time before it opens a run's file); for a format with no header (CSV, JSONL, ...) its
+    earliest value. A run is listed once it has a start, values or not.
     """
 
     __slots__ = ("name", "series", "_first_event", "_first_value")
@@ -103,7 +104,9 @@ class Run:
     @property
     def start_time(self) -> float | None:
         """When the run started (see the class); None before anything of it was read."""
-        return self._first_event if self._first_event is not None else self._first_value
+        if self._first_event is None or self._first_value is None:
+            return self._first_event if self._first_event is not None else self._first_value
+        return min(self._first_event, self._first_value)
 
     def began(self, first_event: float | None) -> None:
         """A batch of the run was read; ``first_event`` is its file's first event's wall time
