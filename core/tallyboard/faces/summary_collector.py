@@ -105,10 +105,11 @@ class SummaryCollector(_Callback):  # type: ignore[misc]
     MindSpore's ``SummaryLandscape`` computes loss landscapes from (``ckpt_dir/``).
 
     Files, tags and steps are those of MindSpore 2.10's ``SummaryCollector``, so MindInsight-era
-    tools read them; ``tensorboard=True`` also writes TensorBoard event files, so the run shows
-    in ``tensorboard --logdir`` while it trains. The values go through a
-    :class:`tallyboard.SummaryRecord` opened when ``Model.train`` starts and closed when it
-    ends; a writer thread encodes them, where MindSpore starts a writer process with a pool.
+    tools read them, and ``tallyboard board`` shows the run in TensorBoard while it trains
+    (``tensorboard=True`` also writes event files, for a plain ``tensorboard --logdir``). The
+    values go through a :class:`tallyboard.SummaryRecord` opened when ``Model.train`` starts and
+    closed when it ends; a writer thread encodes them, where MindSpore starts a writer process
+    with a pool.
 
     Args:
         summary_dir: The directory of the files, a str or path; created (mode 0o700) here.
@@ -162,7 +163,7 @@ class SummaryCollector(_Callback):  # type: ignore[misc]
         >>> loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
         >>> optimizer = nn.Momentum(net.trainable_params(), 0.01, 0.9)
         >>> model = ms.train.Model(net, loss, optimizer, metrics={"acc": ms.train.Accuracy()})
-        >>> collector = SummaryCollector("runs/ms_train", collect_freq=1, tensorboard=True)
+        >>> collector = SummaryCollector("runs/ms_train", collect_freq=1)
         >>> model.train(2, dataset, callbacks=[collector], dataset_sink_mode=False)
     """
 

@@ -186,7 +186,7 @@ class SummaryRecord:
     :meth:`add_value` (or let summary operators in the network produce them) and write them as
     one step with :meth:`record`::
 
-        with SummaryRecord("./summary_dir", tensorboard=True) as record:
+        with SummaryRecord("./summary_dir") as record:
             for step in range(1, 101):
                 loss = train_one_step()                # a mindspore.Tensor, NumPy, torch, float
                 record.add_value("scalar", "loss", loss)
