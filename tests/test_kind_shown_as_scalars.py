@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import grpc
 import numpy as np
@@ -30,22 +31,22 @@ from tensorboard.data.proto import data_provider_pb2_grpc as pb_grpc
 STATS = ("count", "min", "p25", "p50", "p75", "p95", "max")
 
 
-class Quantiles(NamedTuple):
-    count: float
-    min: float
-    p25: float
-    p50: float
-    p75: float
-    p95: float
-    max: float
+@dataclass(frozen=True)
+class Quantiles:
+    """The payload: the statistics of one array, in the order of ``STATS``."""
+
+    values: tuple[float, ...]
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(zip(STATS, self.values))
 
 
 def _convert(value: Any) -> Quantiles:
     arr = np.asarray(value, np.float64).ravel()
     if not arr.size:
         raise ValueError("value must hold at least one number")
-    q = np.percentile(arr, [25, 50, 75, 95])
-    return Quantiles(float(arr.size), float(arr.min()), *map(float, q), float(arr.max()))
+    q = np.percentile(arr, [25, 50, 75, 95]).tolist()
+    return Quantiles((float(arr.size), float(arr.min()), *q, float(arr.max())))
 
 
 def _encode(tag: str, step: int | None, wall_time: float, q: Quantiles) -> bytes:
@@ -55,7 +56,7 @@ def _encode(tag: str, step: int | None, wall_time: float, q: Quantiles) -> bytes
     values = [
         SummaryValue(
             tag=f"{tag}/{stat}",
-            simple_value=getattr(q, stat),
+            simple_value=value,
             metadata=metadata(
                 "quantiles",
                 stat.encode(),
@@ -63,7 +64,7 @@ def _encode(tag: str, step: int | None, wall_time: float, q: Quantiles) -> bytes
                 description=f"{stat} of {tag}",
             ),
         )
-        for stat in STATS
+        for stat, value in q.as_dict().items()
     ]
     return summary_event(step, wall_time, values)
 
@@ -95,7 +96,7 @@ def _read_table(rows: list[dict[str, Any]], batches: Any) -> list[dict[str, Any]
 
 
 def _from_row(row: dict[str, Any]) -> tuple[str, Quantiles]:
-    return row["tag"], Quantiles(*(float(row[s]) for s in STATS))
+    return row["tag"], Quantiles(tuple(float(row[s]) for s in STATS))
 
 
 class QuantilesPlugin:
@@ -116,7 +117,7 @@ class QuantilesPlugin:
         from tallyboard_jsonl import encoder_for
 
         register("quantiles", "tfevents", _encode)
-        register("quantiles", "jsonl", encoder_for("quantiles", Quantiles._asdict))
+        register("quantiles", "jsonl", encoder_for("quantiles", Quantiles.as_dict))
 
     @hookimpl
     def register_decoders(self, register: Any) -> None:
@@ -206,7 +207,7 @@ def test_convert_rebuilds_the_payload_from_its_row(
     # from_row gave the payload itself: convert, which takes arrays, would have taken the
     # seven statistics for the data
     df = read(tmp_path / "events", kind="quantiles")
-    assert [df[s].item() for s in STATS] == [np.float32(v) for v in want]
+    assert [df[s].item() for s in STATS] == [np.float32(v) for v in want.values]
     assert df["step"].tolist() == [7]
 
 
@@ -230,7 +231,7 @@ def test_the_board_shows_a_jsonl_run_of_the_kind_as_scalars(logdir: Path, plugin
         problems = list(server.loader.problems)
     assert not problems
     want = _convert(np.arange(101.0) / 3)
-    assert got == {f"latency/{s}": [float(np.float32(getattr(want, s)))] for s in STATS}
+    assert got == {f"latency/{s}": [float(np.float32(v))] for s, v in want.as_dict().items()}
 
 
 def test_a_kind_payload_must_be_a_type() -> None:

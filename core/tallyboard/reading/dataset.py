@@ -26,13 +26,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tallyboard.plugin.readers import SCALAR_KIND as SCALAR
 from tallyboard.plugin.readers import Batch, Batches, FileReader
 from tallyboard.reading.runs import RunReader, matcher, names_or_globs
 from tallyboard.reading.shares import Plan
 from tallyboard.warn import ReadWarning
 
 STATE = "_tallyboard_state.json"
-SCALAR = "scalar"
 _PART = re.compile(r"\.?part-(\d+)-\d+\.parquet(\.partial)?$")
 
 

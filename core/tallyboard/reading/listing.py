@@ -6,15 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tallyboard.plugin.readers import SCALAR_KIND as SCALAR
 from tallyboard.plugin.readers import Batches
 from tallyboard.reading import undecoded
 from tallyboard.reading.fetch import is_local
 from tallyboard.reading.pool import cores, in_shares
 from tallyboard.reading.runs import RunReader
 from tallyboard.reading.tree import Share, deal
-
-#: The kind of a Batch's scalar columns (the essential scalar kind).
-SCALAR = "scalar"
 
 #: A row of the listing: ``(run, kind, tag, count, min_step, max_step, last_wall_time,
 #: plugin)``; steps and wall time None for undecoded values, plugin None but for those.

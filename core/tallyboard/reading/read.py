@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from tallyboard.extras import require
-from tallyboard.plugin.readers import Batch, Batches
+from tallyboard.plugin.readers import SCALAR_KIND, Batch, Batches
 from tallyboard.plugin.registry import get_registry
 from tallyboard.reading import undecoded
 from tallyboard.reading.columns import ScalarParts, gather_metadata, with_metadata
@@ -125,7 +125,7 @@ def read_listed(
     ``logdir`` is the log dir as warnings name it (default: the reader's URL)."""
     if logdir is None:
         logdir = run_reader.fs.unstrip_protocol(run_reader.root)
-    scalars = ScalarParts(wanted_tag) if kind == "scalar" else None
+    scalars = ScalarParts(wanted_tag) if kind == SCALAR_KIND else None
     batches: list[tuple[str, Batch]] = []  # the files' batches (scalars: only their own)
     try:
         for _, group_runs, group in run_reader.iter_groups(workers, bar, discover=False):
@@ -163,7 +163,7 @@ def build_table(
 ) -> Any:
     """The table :func:`read` returns, of the values of ``kind`` in ``(run, batch)`` pairs
     (only the tags ``wanted_tag`` keeps, when given)."""
-    if kind == "scalar":
+    if kind == SCALAR_KIND:
         scalars = ScalarParts(wanted_tag)
         for run, batch in batches:
             batch.flush_lists()

@@ -9,7 +9,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from fnmatch import fnmatchcase
 from typing import Any
 
-from tallyboard.plugin.readers import Batch, Batches, FileReader, ReaderSpec
+from tallyboard.plugin.readers import SCALAR_KIND, Batch, Batches, FileReader, ReaderSpec
 from tallyboard.reading.fetch import LocalFiles, Prefetched, fetch_ahead, is_local
 from tallyboard.reading.pool import plan, pool_size, read_tasks
 from tallyboard.reading.tree import LocalTree, Share, local_files
@@ -233,7 +233,7 @@ class RunReader:
             able = {
                 f
                 for f in present
-                if (f, self.kind) in self._decoders or self.kind in (None, "scalar")
+                if (f, self.kind) in self._decoders or self.kind in (None, SCALAR_KIND)
             }
             chosen = min(able or present, key=lambda f: (self._readers[f].priority, f))
             self._chosen[parent] = chosen

@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tallyboard.plugin.readers import SCALAR_KIND as SCALAR
 from tallyboard.reading.runs import RunReader, matcher, names_or_globs
 
 #: bytes of files per share by default (the files' size on disk or in the store).
 SHARE_BYTES = 32 << 20
 #: files per share by default, at most: a remote store's per-file cost is its latency.
 SHARE_FILES = 1000
-SCALAR = "scalar"
 
 #: a file of a plan: ``(path, run, format, size)`` as :meth:`RunReader.take` takes it.
 File = tuple[str, str, str, int]

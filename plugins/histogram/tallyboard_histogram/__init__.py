@@ -21,17 +21,9 @@ def _convert(value: Any) -> Any:
 
 def _from_row(row: dict[str, Any]) -> tuple[str, Any]:
     """A decoded histogram row (statistics, ``bucket_limit``, ``bucket``) as the same Histogram."""
-    from .compute import raw_histogram
+    from .compute import from_row
 
-    return row["tag"], raw_histogram(
-        row["min"],
-        row["max"],
-        row["num"],
-        row["sum"],
-        row["sum_squares"],
-        row["bucket_limit"],
-        row["bucket"],
-    )
+    return row["tag"], from_row(row)
 
 
 @hookimpl

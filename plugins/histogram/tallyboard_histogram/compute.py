@@ -37,6 +37,44 @@ class Histogram:
         """Approximate payload size (for queue accounting)."""
         return int(self.bucket_limits.nbytes + self.bucket_counts.nbytes)
 
+    def to_row(self) -> dict[str, Any]:
+        """The histogram's fields as a read table has them (:func:`as_row`)."""
+        return as_row(
+            self.min,
+            self.max,
+            self.num,
+            self.sum,
+            self.sum_squares,
+            self.bucket_limits,
+            self.bucket_counts,
+        )
+
+
+#: The fields of a histogram row, in every format's table and line: its statistics, then the
+#: right edge (``bucket_limit``) and count (``bucket``) of each bucket, as TensorBoard's
+#: ``HistogramProto`` names them.
+ROW_FIELDS = ("min", "max", "num", "sum", "sum_squares", "bucket_limit", "bucket")
+
+
+def as_row(
+    min: Any, max: Any, num: Any, sum: Any, sum_squares: Any, bucket_limit: Any, bucket: Any
+) -> dict[str, Any]:
+    """A histogram row: the five statistics as floats, the buckets as lists of floats."""
+    return {
+        "min": float(min),
+        "max": float(max),
+        "num": float(num),
+        "sum": float(sum),
+        "sum_squares": float(sum_squares),
+        "bucket_limit": [float(x) for x in bucket_limit],
+        "bucket": [float(x) for x in bucket],
+    }
+
+
+def from_row(row: dict[str, Any]) -> Histogram:
+    """The histogram of a row (:data:`ROW_FIELDS`), checked as :func:`raw_histogram` checks."""
+    return raw_histogram(*(row[name] for name in ROW_FIELDS))
+
 
 class _TfBins:
     """TensorFlow's default bucket edges and the lookup table that bins values against them."""

@@ -8,7 +8,7 @@ import numpy as np
 from tallyboard.records.wire import field_bytes, varint
 from tallyboard_tfevents.encoding import summary_event
 
-from .compute import Histogram, histogram_of
+from .compute import Histogram, as_row, histogram_of
 
 _pack_d = struct.Struct("<d").pack
 _ZERO = b"\x00" * 8
@@ -52,15 +52,7 @@ def decode(value: object, step: int, wall_time: float) -> dict[str, object] | No
     """
     if value.HasField("histo"):  # type: ignore[attr-defined]
         h = value.histo  # type: ignore[attr-defined]
-        return {
-            "min": float(h.min),
-            "max": float(h.max),
-            "num": float(h.num),
-            "sum": float(h.sum),
-            "sum_squares": float(h.sum_squares),
-            "bucket_limit": [float(x) for x in h.bucket_limit],
-            "bucket": [float(x) for x in h.bucket],
-        }
+        return as_row(h.min, h.max, h.num, h.sum, h.sum_squares, h.bucket_limit, h.bucket)
     meta = value.metadata  # type: ignore[attr-defined]
     if meta.plugin_data.plugin_name != "histograms" or not value.HasField("tensor"):  # type: ignore[attr-defined]
         return None

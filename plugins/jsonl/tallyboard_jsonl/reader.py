@@ -213,18 +213,16 @@ def decode_text(value: Any, step: int, wall_time: float) -> dict[str, Any] | Non
 
 
 def decode_histogram(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """The tfevents histogram columns: min, max, num, sum, sum_squares, bucket_limit, bucket."""
+    """The histogram kind's row (``tallyboard_histogram.compute.ROW_FIELDS``), as its line
+    holds it; lines written before the kind's names were used (``bucket_limits``,
+    ``bucket_counts``) read the same."""
     if not isinstance(value, dict):
         return None
-    return {
-        "min": float(value["min"]),
-        "max": float(value["max"]),
-        "num": float(value["num"]),
-        "sum": float(value["sum"]),
-        "sum_squares": float(value["sum_squares"]),
-        "bucket_limit": [float(x) for x in value["bucket_limits"]],
-        "bucket": [float(x) for x in value["bucket_counts"]],
-    }
+    from tallyboard_histogram.compute import ROW_FIELDS, as_row
+
+    if "bucket_limit" not in value and "bucket_limits" in value:
+        value = {**value, "bucket_limit": value["bucket_limits"], "bucket": value["bucket_counts"]}
+    return as_row(*(value[name] for name in ROW_FIELDS))
 
 
 def decode_image(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:

@@ -6,55 +6,13 @@ from typing import Any
 
 import numpy as np
 from tallyboard_tfevents.encoding import summary_event
-from tallyboard_tfevents.proto import (
-    DT_BOOL,
-    DT_COMPLEX64,
-    DT_COMPLEX128,
-    DT_DOUBLE,
-    DT_FLOAT,
-    DT_HALF,
-    DT_INT8,
-    DT_INT16,
-    DT_INT32,
-    DT_INT64,
-    DT_STRING,
-    DT_UINT8,
-    DT_UINT16,
-    DT_UINT32,
-    DT_UINT64,
-    SummaryValue,
-    TensorProto,
-    metadata,
-    shape,
-)
+from tallyboard_tfevents.proto import SummaryValue, metadata
+from tallyboard_tfevents.tensors import DTYPES, from_ndarray
 
-DTYPES = {
-    "float16": DT_HALF,
-    "float32": DT_FLOAT,
-    "float64": DT_DOUBLE,
-    "int8": DT_INT8,
-    "int16": DT_INT16,
-    "int32": DT_INT32,
-    "int64": DT_INT64,
-    "uint8": DT_UINT8,
-    "uint16": DT_UINT16,
-    "uint32": DT_UINT32,
-    "uint64": DT_UINT64,
-    "bool": DT_BOOL,
-    "complex64": DT_COMPLEX64,
-    "complex128": DT_COMPLEX128,
-}
+__all__ = ["DTYPES", "decode", "encode", "tensor_proto"]
 
-
-def tensor_proto(arr: np.ndarray) -> Any:
-    """A TensorProto holding ``arr`` (numeric and bool as ``tensor_content``, text as UTF-8)."""
-    if arr.dtype.kind in "SU":
-        flat = arr.reshape(-1).tolist()
-        values = [v.encode("utf-8") if isinstance(v, str) else v for v in flat]
-        return TensorProto(dtype=DT_STRING, tensor_shape=shape(arr.shape), string_val=values)
-    dtype = DTYPES[arr.dtype.name]
-    content = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
-    return TensorProto(dtype=dtype, tensor_shape=shape(arr.shape), tensor_content=content)
+#: A TensorProto holding an array (see :func:`tallyboard_tfevents.tensors.from_ndarray`).
+tensor_proto = from_ndarray
 
 
 def encode(tag: str, step: int | None, wall_time: float, arr: np.ndarray) -> bytes:

@@ -1,4 +1,4 @@
-"""``TensorProto`` to numpy, in every form writers use.
+"""``TensorProto`` to numpy, in every form writers use, and numpy to ``TensorProto``.
 
 TensorFlow packs numbers in ``tensor_content`` (little-endian bytes); torch and tensorboardX use
 the repeated fields (``float_val``, ``double_val``, ...); strings are always ``string_val``. As
@@ -29,6 +29,8 @@ from .proto import (
     DT_UINT16,
     DT_UINT32,
     DT_UINT64,
+    TensorProto,
+    shape,
 )
 
 #: dtype code -> (numpy dtype of tensor_content, repeated field holding the values)
@@ -49,6 +51,26 @@ _LAYOUT: dict[int, tuple[str, str]] = {
     DT_HALF: ("<f2", "half_val"),
     DT_BFLOAT16: ("<u2", "half_val"),  # bits; widened to float32 below
 }
+
+
+#: numpy dtype name -> dtype code: the one table of which numpy dtype is which TensorFlow one
+#: (bfloat16, which numpy lacks, is read as float32 and never written).
+DTYPES: dict[str, int] = {
+    np.dtype(layout).name: code for code, (layout, _) in _LAYOUT.items() if code != DT_BFLOAT16
+}
+
+
+def from_ndarray(arr: np.ndarray) -> Any:
+    """A ``TensorProto`` holding ``arr``: numbers and bools as little-endian ``tensor_content``,
+    text (str or bytes) in ``string_val`` as UTF-8. ``KeyError`` for a dtype TensorFlow has no
+    code for (:data:`DTYPES`)."""
+    if arr.dtype.kind in "SU":
+        flat = arr.reshape(-1).tolist()
+        values = [v.encode("utf-8") if isinstance(v, str) else v for v in flat]
+        return TensorProto(dtype=DT_STRING, tensor_shape=shape(arr.shape), string_val=values)
+    code = DTYPES[arr.dtype.name]
+    content = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
+    return TensorProto(dtype=code, tensor_shape=shape(arr.shape), tensor_content=content)
 
 
 def shape_of(tensor: Any) -> tuple[int, ...]:
