@@ -1,7 +1,8 @@
 """TensorBoard through ``tallyboard board`` against TensorBoard with RustBoard and its Python loader.
 
 ``python bench/bench_board.py [--runs N] [--steps N] [--repeats N] [--skip NAME ...]``
-(NAME: ``rustboard``, ``python``, ``s3``; ``--s3-runs N`` sizes the S3 tree).
+(NAME: ``sweep``, ``rustboard``, ``python``, ``tiny``, ``s3``; ``--s3-runs N`` and
+``--tiny-runs N`` size the S3 and tiny trees).
 
 On the same log dir (``--runs`` runs x ``--steps`` steps x 3 tags, one event file per run, as
 ``bench_read_sweep.py`` writes it; default 1,000 x 1,000: 3,000,000 scalars), each contender is
@@ -26,6 +27,13 @@ Measured per contender, in headless Chromium and over HTTP:
 - **memory**: peak resident memory of the data layer (the ``tallyboard board`` process, which
   holds the provider; RustBoard's process; TensorBoard's process for the Python loader) and of
   the whole process tree (TensorBoard's frontend included), sampled every 0.2 s.
+
+Then the tiny sweep (``--tiny-runs`` runs of one step x 3 tags each, default 2,000): each data
+layer alone, started as TensorBoard starts it (RustBoard's binary as
+``tensorboard.data.server_ingester`` runs it; ``tallyboard serve``), and asked ``ListRuns`` over
+gRPC as soon as it accepts a connection: for tallyboard the seconds from the start of the
+command until that first answer, and whether it lists every run; for RustBoard, which answers
+with the runs read so far, the seconds until an answer first lists them all (asked every 10 ms).
 
 Then the S3 sweep: the same measures with the tree (``--s3-runs`` runs) in moto's S3 server on
 127.0.0.1 (a fresh copy uploaded for each contender and round), for ``tallyboard board s3://...``
@@ -344,6 +352,101 @@ class Uploader:
         self.client.upload_file(path, "sweep", url.removeprefix("s3://sweep/"))
 
 
+def _list_runs_until(address: str, proc: subprocess.Popen[bytes], want: int, cap: float) -> Any:
+    """``(seconds of the first answer, runs it listed, seconds until an answer listed want)``
+    of ``ListRuns`` asked at ``address`` as soon as it accepts a connection, then every 10 ms;
+    the seconds count from the caller's start (``started_at``)."""
+    import grpc
+    from tensorboard.data.proto import data_provider_pb2 as pb
+    from tensorboard.data.proto import data_provider_pb2_grpc as pb_grpc
+
+    channel = grpc.insecure_channel(address)
+    stub = pb_grpc.TensorBoardDataProviderStub(channel)
+    first = None
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"exited with {proc.returncode}")
+            try:
+                n = len(stub.ListRuns(pb.ListRunsRequest(), wait_for_ready=True, timeout=cap).runs)
+            except grpc.RpcError:
+                time.sleep(0.01)
+                continue
+            now = time.monotonic()
+            if first is None:
+                first = (now, n)
+            if n >= want:
+                return first[0], first[1], now
+            if now - first[0] > cap:
+                return first[0], first[1], float("nan")
+            time.sleep(0.01)
+    finally:
+        channel.close()
+
+
+def _port_in(path: str, proc: subprocess.Popen[bytes]) -> int:
+    """The port a server writes to ``path`` once it listens (RustBoard's ``--port-file``)."""
+    while proc.poll() is None:
+        with contextlib.suppress(FileNotFoundError, ValueError), open(path) as f:
+            return int(f.read())
+        time.sleep(0.005)
+    raise RuntimeError(f"exited with {proc.returncode}")
+
+
+def tiny_sweep(runs: int, repeats: int, cap: float) -> None:
+    """The tiny sweep of the module docstring."""
+    from tensorboard_data_server import server_binary
+
+    tree = tempfile.mkdtemp(prefix="bench-board-tiny-")
+    try:
+        write_tree(tree, runs, 1)
+        print(f"\n## {runs:,} tiny runs (1 step x 3 tags each): ListRuns over gRPC")
+        rows: dict[str, dict[str, list[float]]] = {"tallyboard": {}, "rustboard": {}}
+        for r in range(repeats):
+            for name in ("tallyboard", "rustboard"):
+                port = free_port()
+                if name == "tallyboard":
+                    cmd = [sys.executable, "-m", "tallyboard", "serve", tree, "--port", str(port)]
+                else:
+                    port_file = os.path.join(tempfile.mkdtemp(), "port")
+                    cmd = [server_binary(), f"--logdir={tree}", "--reload=5", "--port=0"]
+                    cmd += [f"--port-file={port_file}", "--die-after-stdin"]
+                start = time.monotonic()
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+                try:
+                    if name == "rustboard":
+                        port = _port_in(port_file, proc)
+                    first, listed, full = _list_runs_until(f"127.0.0.1:{port}", proc, runs, cap)
+                finally:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                got = {
+                    "first answer": first - start,
+                    "runs in it": float(listed),
+                    "all listed": full - start,
+                }
+                print(f"round {r + 1} {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in got.items()))
+                for key, value in got.items():
+                    rows[name].setdefault(key, []).append(value)
+        for name, got in rows.items():
+            report(f"{name} (tiny)", got)  # "runs in it" in runs, not seconds
+        a, b = rows["tallyboard"]["all listed"], rows["rustboard"]["all listed"]
+        print(
+            f"  tallyboard's first ListRuns lists all {runs:,} in every round: "
+            f"{all(n >= runs for n in rows['tallyboard']['runs in it'])}; median all listed "
+            f"RustBoard / tallyboard: {statistics.median(b) / statistics.median(a):.2f}x"
+        )
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+
+
 def report(title: str, rows: dict[str, list[float]]) -> None:
     print(f"\n### {title}")
     for key, values in rows.items():
@@ -412,15 +515,25 @@ def main() -> None:
     )
     parser.add_argument("--s3-runs", type=int, default=1000, help="runs on S3 (default 1000)")
     parser.add_argument(
+        "--tiny-runs", type=int, default=2000, help="runs of the tiny sweep (default 2000)"
+    )
+    parser.add_argument(
         "--cap", type=float, default=600.0, help="longest wait for one measure (default 600 s)"
     )
     parser.add_argument(
-        "--skip", nargs="*", default=[], help="rustboard, python, s3 (default none)"
+        "--skip",
+        nargs="*",
+        default=[],
+        help="sweep (the 1,000-run sweep in Chromium), rustboard, python, tiny, s3 (default none)",
     )
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
     from browser_support import chromium
 
+    if "tiny" not in args.skip:
+        tiny_sweep(args.tiny_runs, args.repeats, args.cap)
+    if "sweep" in args.skip:
+        return
     tree = tempfile.mkdtemp(prefix="bench-board-tree-")
     t0 = time.monotonic()
     n = write_tree(tree, args.runs, args.steps)

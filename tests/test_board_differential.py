@@ -117,6 +117,8 @@ def _write_torch(root: Path) -> None:
             global_step=0,
         )
         w.add_hparams({"lr": 0.1, "opt": "sgd"}, {"hp/score": 0.75}, run_name="trial")
+    with SummaryWriter(str(root / "rün ✓ 2")) as w:  # a unicode run name
+        w.add_scalar("loss", 1.0, 0)
     with SummaryWriter(str(root / "torch_quiet")) as w:  # a file, no value
         w.flush()
     with SummaryWriter(str(root / "torch_restart"), filename_suffix=".a") as w:
@@ -570,7 +572,7 @@ def test_the_same_runs_are_listed_with_the_same_start_times_in_the_same_order(
         (r.start_time, r.name) for r in rust.runs
     )
     names = {r.name for r in tally.runs}
-    assert {"torch_quiet", "torch/pair_a", "world/tf2", "tally/trial", "tb"} <= names
+    assert {"torch_quiet", "torch/pair_a", "world/tf2", "tally/trial", "tb", "rün ✓ 2"} <= names
 
 
 LISTS = [

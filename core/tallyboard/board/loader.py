@@ -133,6 +133,7 @@ class _Pass:
                     del got
                 finally:
                     news.close()
+                    loader.store.publish()
                 self.failed = list(update.failed)
             self.warnings = caught
         except BaseException as exc:

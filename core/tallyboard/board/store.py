@@ -13,6 +13,7 @@ series even while the loader goes on.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,27 +128,50 @@ class Run:
             self._first_value = float(wall_time)
 
 
+#: Runs up to which a new run is published at once; past it, new runs are published at most
+#: every :data:`PUBLISH_EVERY` seconds (and at the end of each pass), so a first load of many
+#: runs copies the dict of runs a few times, not once per run.
+PUBLISH_AT_ONCE = 256
+PUBLISH_EVERY = 0.1
+
+
 class Store:
     """Every run served, by name (the loader's passes fill it; requests read it)."""
 
     def __init__(self, sampling: Sampling | None = None) -> None:
         self.sampling = sampling or Sampling()
+        #: the runs served: replaced when runs come or go, never changed in place
         self.runs: dict[str, Run] = {}
+        self._all: dict[str, Run] = {}  # the loader's, changed in place
+        self._unpublished = False
+        self._published_at = 0.0
 
     def run(self, name: str) -> Run:
-        """The run ``name``, created (and published) on first use."""
-        run = self.runs.get(name)
+        """The run ``name``, created on first use (served at once while there are few runs;
+        else within :data:`PUBLISH_EVERY` seconds, or at :meth:`publish`)."""
+        run = self._all.get(name)
         if run is None:
-            run = Run(name)
-            runs = dict(self.runs)
-            runs[name] = run
-            self.runs = runs
+            run = self._all[name] = Run(name)
+            self._unpublished = True
+            now = time.monotonic()
+            if len(self._all) <= PUBLISH_AT_ONCE or now - self._published_at >= PUBLISH_EVERY:
+                self.publish()
         return run
+
+    def publish(self) -> None:
+        """Serve every run created so far (the loader calls it at the end of a pass)."""
+        if self._unpublished:
+            self._unpublished = False
+            self._published_at = time.monotonic()
+            self.runs = dict(self._all)
 
     def drop_runs(self, names: set[str]) -> None:
         """Stop serving the runs ``names`` (deleted from the log dir)."""
-        if names & set(self.runs):
-            self.runs = {k: v for k, v in self.runs.items() if k not in names}
+        if names & set(self._all):
+            for name in names:
+                self._all.pop(name, None)
+            self._unpublished = True
+            self.publish()
 
     def new_series(self, run: Run, tag: str, metadata: Any) -> Series:
         """A new series of ``run`` for ``tag`` with its first value's ``metadata``."""
