@@ -248,6 +248,20 @@ def stalled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     return root / "logs", env, mark
 
 
+def _started(
+    command: str, logdir: Path, port: int, env: dict[str, str], **kw: Any
+) -> subprocess.Popen[Any]:
+    """``tallyboard COMMAND LOGDIR`` on ``port`` with a 30 s deadline: requests wait up to
+    60 s for a first load that does not end."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tallyboard", command, str(logdir), "--port", str(port)]
+        + ["--deadline", "30"],
+        env=env,
+        start_new_session=True,
+        **kw,
+    )
+
+
 def _asked_in_background(call: Any) -> tuple[threading.Thread, list[Any]]:
     """``call()`` on a thread; what it returned or raised lands in the list."""
     got: list[Any] = []
@@ -282,14 +296,7 @@ def test_sigterm_ends_serve_at_once_while_a_request_waits_for_a_stalled_first_lo
     logdir, env, mark = stalled
     mark.unlink(missing_ok=True)
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tallyboard", "serve", str(logdir), "--port", str(port)]
-        + ["--deadline", "30"],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
+    proc = _started("serve", logdir, port, env, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(mark.exists, 60, "the stalled load starting")
         stub = pb_grpc.TensorBoardDataProviderStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
@@ -320,14 +327,7 @@ def test_ctrl_c_ends_board_at_once_while_tensorboard_waits_for_a_stalled_first_l
     log = tmp_path / "board.log"
     port = free_port()
     with open(log, "wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tallyboard", "board", str(logdir), "--port", str(port)]
-            + ["--deadline", "30"],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=env,
-            start_new_session=True,
-        )
+        proc = _started("board", logdir, port, env, stdout=subprocess.DEVNULL, stderr=err)
     try:
         wait_until(lambda: "TensorBoard at" in log.read_text(), 120, "TensorBoard answering")
         wait_until(mark.exists, 60, "the stalled load starting")

@@ -605,6 +605,13 @@ def _filters(stubs: tuple[Any, Any]) -> list[tuple[str, pb.RunTagFilter | None]]
     ]
 
 
+def _request(make: Any, plugin: str, rtf: pb.RunTagFilter | None, **fields: Any) -> Any:
+    req = make(plugin_filter=pb.PluginFilter(plugin_name=plugin), **fields)
+    if rtf is not None:
+        req.run_tag_filter.CopyFrom(rtf)
+    return req
+
+
 @pytest.mark.parametrize("plugin", PLUGINS)
 @pytest.mark.parametrize("call, make, blobs", LISTS, ids=[c for c, *_ in LISTS])
 def test_every_list_rpc_gives_the_same_series_and_metadata(
@@ -612,9 +619,7 @@ def test_every_list_rpc_gives_the_same_series_and_metadata(
 ) -> None:
     def pairs() -> Iterator[tuple[str, Any, Any]]:
         for name, rtf in _filters(stubs):
-            req = make(plugin_filter=pb.PluginFilter(plugin_name=plugin))
-            if rtf is not None:
-                req.run_tag_filter.CopyFrom(rtf)
+            req = _request(make, plugin, rtf)
             rust, tally = _both(stubs, call, req)
             expected = _expected(view, call, req, _listed(rust, blobs))
             yield f"{call} {plugin}, filter {name}", expected, _listed(tally, blobs)
@@ -630,12 +635,7 @@ def test_every_read_rpc_gives_the_same_points(
     def pairs() -> Iterator[tuple[str, Any, Any]]:
         for name, rtf in _filters(stubs):
             for n in DOWNSAMPLES if name == "none" else DOWNSAMPLES[:2]:
-                req = make(
-                    plugin_filter=pb.PluginFilter(plugin_name=plugin),
-                    downsample=pb.Downsample(num_points=n),
-                )
-                if rtf is not None:
-                    req.run_tag_filter.CopyFrom(rtf)
+                req = _request(make, plugin, rtf, downsample=pb.Downsample(num_points=n))
                 rust, tally = _both(stubs, call, req)
                 got_rust, got_tally = _read(rust, kind), _read(tally, kind)
                 if kind == "blobs":
