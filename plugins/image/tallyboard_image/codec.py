@@ -16,6 +16,7 @@ of the time of those of the zlib Python links: in a stored PNG they were most of
 from __future__ import annotations
 
 import io
+import math
 import struct
 import threading
 import zlib
@@ -47,7 +48,9 @@ PICTURE_NEAR_ZERO = 0.5
 HUFFMAN_MAX_BITS = 7.9
 #: The level passed with Huffman-only coding (the level marks such images in ``png_parts``).
 HUFFMAN = -1
-_HUFFMAN_SAMPLE = 4096
+_HUFFMAN_SAMPLE = 2048
+_C_LOG2_C = np.arange(2 * _HUFFMAN_SAMPLE + 1, dtype=np.float64)
+_C_LOG2_C[1:] *= np.log2(_C_LOG2_C[1:])
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _COLOR_TYPES = {1: 0, 2: 4, 3: 2, 4: 6}  # channels -> PNG colour type (gray, gray+alpha, RGB, RGBA)
 
@@ -111,13 +114,14 @@ def _huffman_saves(sample: np.ndarray) -> bool:
     few thousand suffice): their entropy (with Miller and Madow's correction for a sample's
     bias) is at most :data:`HUFFMAN_MAX_BITS` bits a byte. Noise of every byte value alike has
     8 and is stored; noise of half the values 7, which deflate shrinks by an eighth."""
-    counts = np.bincount(sample.reshape(-1), minlength=256)
-    seen = counts[counts > 0]
-    n = int(seen.sum())
-    if not n:
-        return False
-    p = seen / n
-    bits = float(-(p * np.log2(p)).sum()) + (len(seen) - 1) / (2 * n * np.log(2))
+    flat = sample.reshape(-1)
+    n = len(flat)
+    if not n or n >= len(_C_LOG2_C):
+        return n > 0 and _huffman_saves(flat[:: n // (len(_C_LOG2_C) - 1) + 1])
+    counts = np.bincount(flat, minlength=256)
+    # H = log2(n) - sum(c log2 c) / n, the sum looked up in a table of c log2 c
+    bits = math.log2(n) - float(_C_LOG2_C.take(counts).sum()) / n
+    bits += (np.count_nonzero(counts) - 1) / (2 * n * math.log(2))
     return bits <= HUFFMAN_MAX_BITS
 
 
