@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -334,3 +335,74 @@ def test_encoders_run_on_the_callers_thread_and_heavy_ones_after_the_call(
     assert seen["light"] == [(threads[0], True), (threads[1], True)]
     assert len(seen["weighty"]) == 2 and not any(inside for _, inside in seen["weighty"])
     assert [e.value for e in load_run(tmp_path).Scalars("b")] == [2.0, 2.0]
+
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
+#: Names the guide uses that are the user's API, not a plugin's (documented in their own pages).
+USER_API = {"tallyboard.reading.sync.sync": "the user's sync(): docs/sync.md"}
+
+
+def _is_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def names_not_public(guide: str) -> list[str]:
+    """Every tallyboard name the guide uses that ``PUBLIC`` does not list: imported in its code
+    blocks (``from tallyboard_x import y``) or written in its prose (``tallyboard.values.
+    to_array``); ``Class.attribute`` of a public class must exist; fixture names of
+    ``tallyboard.testing`` count as its names."""
+    import ast
+    import re
+
+    from tallyboard.plugin.public import PUBLIC, is_public
+
+    bad: list[str] = []
+    for block in re.findall(r"```python\n(.*?)```", guide, re.S):
+        for node in ast.walk(ast.parse(block)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tallyboard"):
+                bad += [
+                    f"{node.module}.{a.name}"
+                    for a in node.names
+                    if not is_public(str(node.module), a.name)
+                ]
+    public_classes = {n: m for m, names in PUBLIC.items() for n in names if n[:1].isupper()}
+    for token in re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", guide, flags=re.S)):
+        dotted = re.match(r"(tallyboard\w*(?:\.\w+)*)(?![*<\w])", token)  # not tallyboard_*
+        attribute = re.match(r"([A-Z]\w+)\.([a-z_]\w*)", token)
+        if dotted:
+            parts = dotted.group(1).split(".")
+            if len(parts) == 1 and parts[0] in PUBLIC["tallyboard.testing"]:
+                continue  # a fixture: tallyboard_registry
+            cut = next((c for c in range(len(parts), 0, -1) if _is_module(".".join(parts[:c]))), 0)
+            module, rest = ".".join(parts[:cut]), parts[cut:]
+            name = f"{module}.{rest[0]}" if rest else module
+            if name not in USER_API and not (
+                is_public(module, rest[0]) if rest else is_public(module)
+            ):
+                bad.append(name or token)
+        elif attribute and attribute.group(1) in public_classes:
+            cls = getattr(
+                importlib.import_module(public_classes[attribute.group(1)]), attribute.group(1)
+            )
+            fields = getattr(cls, "__dataclass_fields__", {})
+            if not hasattr(cls, attribute.group(2)) and attribute.group(2) not in fields:
+                bad.append(token)
+    return sorted(set(bad))
+
+
+def test_every_name_the_guide_uses_is_public() -> None:
+    """A name the plugin guide shows an author (imported in a block, or dotted in the prose) is
+    one ``tallyboard.plugin.public.PUBLIC`` lists; and the check finds one that is not."""
+    assert names_not_public(GUIDE.read_text()) == []
+    planted = "Use `tallyboard.records.rows.QueuedRows` or `Kind.no_such` and\n\n```python\n"
+    planted += "from tallyboard.faces.writer_methods import WriterMethods\n```\n"
+    assert names_not_public(planted) == [
+        "Kind.no_such",
+        "tallyboard.faces.writer_methods.WriterMethods",
+        "tallyboard.records.rows.QueuedRows",
+    ]

@@ -229,6 +229,10 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "tallyboard_jsonl": ("encoder_for", "Blob"),
     "tallyboard_jsonl.reader": ("SideFile",),
     "tallyboard_mindspore.reader": ("MindSporeValue",),
+    # the payloads of built-in kinds a sink's encoders receive (docs/plugins.md, section 4)
+    "tallyboard_histogram.compute": ("Histogram",),
+    "tallyboard_image.convert": ("ImagePayload",),
+    "tallyboard_audio.convert": ("AudioPayload",),
 }
 
 
