@@ -380,3 +380,19 @@ def test_serve_reports_each_problem_in_one_line_named_after_itself(tmp_path: Pat
     assert "warning: the data provider listens on 0.0.0.0, not loopback" in lines[0]
     assert "Ctrl-C stops" in lines[1]
     assert "scalars.csv: malformed CSV row" in lines[2] and "offset 42" in lines[2]
+
+
+def test_ctrl_c_while_serve_is_still_starting_stops_it_quietly(logdir: Path) -> None:
+    # 1 s in: importing gRPC and TensorBoard, starting the provider, or serving (a fast
+    # machine): wherever it is, no traceback, status 0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tallyboard", "serve", str(logdir), "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _stopped_within(proc, 10, "tallyboard serve")
+    assert proc.returncode == 0
+    assert "Traceback" not in proc.stderr.read()
+    proc.stderr.close()

@@ -247,27 +247,29 @@ def _stopping() -> Any:
 def cmd_serve(args: Any) -> int:
     """``tallyboard serve``: the provider until Ctrl-C or SIGTERM."""
     _log_to_stderr("serve")
-    missing = _missing("serve", load=True)
-    if missing:
-        return _fail("serve", missing)
-    try:
-        server = _start_provider(args, "serve", args.host, args.port)
-    except (OSError, ValueError, TypeError) as exc:
-        return _fail("serve", str(exc))
-    print(
-        f"tallyboard serve: {args.logdir} at {server.address} "
-        f"(tensorboard --grpc_data_provider {server.address}); Ctrl-C stops",
-        file=sys.stderr,
-        flush=True,
-    )
-    try:
+    server = None
+    try:  # Ctrl-C or SIGTERM at any moment, while importing and starting too, stops quietly
         with _sigterm_stops():
+            missing = _missing("serve", load=True)
+            if missing:
+                return _fail("serve", missing)
+            try:
+                server = _start_provider(args, "serve", args.host, args.port)
+            except (OSError, ValueError, TypeError) as exc:
+                return _fail("serve", str(exc))
+            print(
+                f"tallyboard serve: {args.logdir} at {server.address} "
+                f"(tensorboard --grpc_data_provider {server.address}); Ctrl-C stops",
+                file=sys.stderr,
+                flush=True,
+            )
             threading.Event().wait()
     except (KeyboardInterrupt, _Stop):
         pass
     finally:
-        with _stopping():
-            server.stop(grace=STOP_GRACE, wait=STOP_GRACE)
+        if server is not None:
+            with _stopping():
+                server.stop(grace=STOP_GRACE, wait=STOP_GRACE)
     return 0
 
 
