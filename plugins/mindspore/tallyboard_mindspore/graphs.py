@@ -263,9 +263,18 @@ def _parameter_attrs(param: Any) -> dict[str, str]:
     return attrs
 
 
+#: keys naming an ``Operation`` (a map's transform, a sampler), the first one present wins.
+_OPERATION_NAMES = ("tensor_op_name", "sampler_name", "op_type")
+
+
 def _operation_text(op: Any) -> str:
+    """A pipeline's ``Operation`` as ``Name(key=value, ...)`` (its ``size`` and ``weights``
+    lists too)."""
     attrs = _parameter_attrs(op.operationParam)
-    name = attrs.pop("tensor_op_name", "") or attrs.pop("op_type", "") or "operation"
+    name = next((attrs.pop(k) for k in _OPERATION_NAMES if k in attrs), "operation")
+    for field in ("size", "weights"):
+        if getattr(op, field):
+            attrs[field] = str(list(getattr(op, field)))
     inner = ", ".join(f"{k}={v}" for k, v in sorted(attrs.items()))
     return f"{name}({inner})"
 
