@@ -34,6 +34,8 @@ ONE_WORKER_MODULES = {
     "test_browser_board",
     "test_browser_dashboards",
     "test_docs_site",
+    "test_engine_dask",
+    "test_engine_ray",
     "test_keras_callback",
     "test_keras_parity",
     "test_lightning_parity",

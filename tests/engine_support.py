@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,21 +47,33 @@ def corrupt_a_record(run_dir: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+class ReadStallProxy(PausableProxy):
+    """While paused it holds the requests for objects' bytes (a store whose reads stall), and
+    lets listings through."""
+
+    def seen(self, data: bytes, outgoing: bool) -> None:
+        if outgoing and data.startswith(f"GET /{BUCKET}".encode()):
+            path = data.split(b" ", 2)[1].split(b"?", 1)[0]
+            if path.strip(b"/").count(b"/"):  # /bucket/key: an object's bytes
+                self.running.wait()
+
+
 @contextlib.contextmanager
 def s3_sweep(
     local: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[str, dict[str, Any], PausableProxy]]:
-    """moto's S3 on 127.0.0.1 behind a proxy that can stall, holding a copy of the sweep at
+) -> Iterator[tuple[str, dict[str, Any], ReadStallProxy]]:
+    """moto's S3 on 127.0.0.1 behind a proxy that can stall its reads, holding a copy of the sweep at
     ``local``: its URL, the storage options a worker reaches it with, and the proxy (this
     process's fsspec is configured too, for ``tallyboard.read``)."""
-    with s3fs_through(PausableProxy, monkeypatch, BUCKET) as (fs, proxy):
-        fs.put(str(local), f"{BUCKET}/sweep", recursive=True)
+    bucket = f"{BUCKET}-{uuid.uuid4().hex[:12]}"  # moto's buckets outlive its server
+    with s3fs_through(ReadStallProxy, monkeypatch, bucket) as (fs, proxy):
+        fs.put(str(local), f"{bucket}/sweep", recursive=True)
         options = {
             "endpoint_url": f"http://127.0.0.1:{proxy.port}",
             "key": "testing",
             "secret": "testing",
         }
-        yield f"s3://{BUCKET}/sweep", options, proxy
+        yield f"s3://{bucket}/sweep", options, proxy
 
 
 def assert_same_rows(got: Any, want: Any) -> None:

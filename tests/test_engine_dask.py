@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -188,6 +189,38 @@ def test_export_on_dask_writes_the_files_and_schema_of_an_export_here(
     assert "appended 5 scalars" in capsys.readouterr().err
     assert main(["export", str(root), "--dataset", str(tmp_path / "here-scalar")]) == 0
     assert_same_exports(tmp_path / "on-scalar", tmp_path / "here-scalar")
+
+
+def test_a_worker_killed_mid_export_leaves_the_dataset_an_export_here_writes(
+    client: Any, on_s3: tuple[str, dict[str, Any], Any], tmp_path: Path
+) -> None:
+    url, _, proxy = on_s3  # this process's fsspec reaches the store; the workers' too (env)
+    on = "dask://" + client.scheduler.address.removeprefix("tcp://")
+    pids = client.run(os.getpid)
+    done: list[int] = []
+    proxy.running.clear()  # the store stalls: every share waits in its read
+    try:
+        export = threading.Thread(
+            target=lambda: done.append(
+                main(["export", url, "--dataset", str(tmp_path / "on"), "--on", on])
+            ),
+            daemon=True,
+        )
+        export.start()
+        deadline = time.monotonic() + 60
+        while not any(client.processing().values()):
+            assert time.monotonic() < deadline, "no worker took a share"
+            time.sleep(0.05)
+        busy = [w for w, tasks in client.processing().items() if tasks]
+        os.kill(pids[busy[0]], signal.SIGKILL)
+        time.sleep(0.5)
+    finally:
+        proxy.running.set()
+    export.join(120)
+    assert done == [0]
+    assert main(["export", url, "--dataset", str(tmp_path / "here")]) == 0
+    assert_same_exports(tmp_path / "on", tmp_path / "here")
+    assert not list((tmp_path / "on").rglob("*.partial"))
 
 
 def test_export_on_an_engine_not_installed_or_without_dataset_is_refused(

@@ -415,7 +415,7 @@ def _write_on(
     goes into ``files_state``. Returns the rows written."""
     from tallyboard.reading.engines import connect
     from tallyboard.reading.pool import _warn_again
-    from tallyboard.reading.shares import SHARE_BYTES, SHARE_FILES, deal
+    from tallyboard.reading.shares import SHARE_BYTES, SHARE_FILES, deal, worker_options
 
     listed = {f[0]: f for f in run_reader.listed()}
     files = [listed[path] for path in run_reader.to_read()]
@@ -429,7 +429,7 @@ def _write_on(
             run_reader.kind or SCALAR,
             tags,
             None if run_reader.formats is None else tuple(sorted(run_reader.formats)),
-            run_reader.storage_options,
+            worker_options(run_reader),
             deal(files, max(by_size, 2 * engine.cores)),
             run_reader.deadline,
         )

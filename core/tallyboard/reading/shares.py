@@ -88,7 +88,8 @@ def plan(
     bytes: ``partitions`` shares when given (fewer when there are fewer runs), else as many
     as keep each under ``share_bytes`` and ``share_files``. The arguments are
     :func:`tallyboard.read`'s; ``storage_options`` go to fsspec (credentials, endpoint) here
-    and on every worker; ``deadline`` bounds each call to a remote store, here and there
+    and on every worker (default: this process's fsspec configuration, see
+    :func:`worker_options`); ``deadline`` bounds each call to a remote store, here and there
     (default ``TALLYBOARD_REMOTE_DEADLINE``'s, in each process). Raises as ``read`` does for a bad argument or a log dir that is not
     a directory; ``ValueError`` for ``partitions``, ``share_bytes`` or ``share_files`` < 1."""
     if not isinstance(kind, str):
@@ -115,10 +116,26 @@ def plan(
         kind,
         tag_globs,
         format_names,
-        reader.storage_options,
+        worker_options(reader),
         deal(files, partitions, share_bytes, share_files),
         deadline,
     )
+
+
+def worker_options(reader: RunReader) -> dict[str, Any]:
+    """The storage options a worker reaches ``reader``'s store with: those ``reader`` was
+    given, else this process's fsspec configuration of the store's protocol
+    (``fsspec.config.conf``: its config files and ``FSSPEC_*`` variables), so that a worker
+    reaches the store as this process does."""
+    import fsspec
+
+    if reader.storage_options:
+        return reader.storage_options
+    protocols = reader.fs.protocol
+    for protocol in (protocols,) if isinstance(protocols, str) else protocols:
+        if protocol in fsspec.config.conf:
+            return dict(fsspec.config.conf[protocol])
+    return {}
 
 
 def deal(

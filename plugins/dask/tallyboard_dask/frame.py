@@ -45,7 +45,8 @@ def read(
         logdir: A local directory every worker can read, or an fsspec URL (``s3://``, ...).
         runs, tags, kind, formats: As for :func:`tallyboard.read`.
         storage_options: Passed to fsspec here and on every worker (credentials, endpoint);
-            default ``None``: each process's own configuration.
+            default ``None``: this process's fsspec configuration of the store's protocol
+            (``fsspec.config.conf``), else each worker's own (its environment).
         partitions: The number of partitions (at most one per run). Default ``None``: by
             ``blocksize``, and at most 1,000 files each.
         deadline: Seconds each call to a remote store may take, here and on the workers
