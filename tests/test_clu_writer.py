@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from PIL import Image
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.util import tensor_util
 
 from tests.conftest import load_run
 
@@ -132,6 +133,23 @@ def test_batches_of_images_and_clips_get_one_tag_each(metric_writers, tmp_path):
     assert tags["audio"] == ["clip"]
     assert set(tags["tensors"]) == {"note/text_summary", "raw"}
     assert load_run(tmp_path).Audio("clip")[0].sample_rate == 8000
+
+
+def test_point_clouds_go_to_the_mesh_tab(metric_writers, tmp_path):
+    from tensorboard.plugins.mesh import metadata as mesh_metadata
+    from tensorboard.plugins.mesh import plugin_data_pb2
+
+    points = np.random.default_rng(2).random((10, 3)).astype(np.float32)
+    colors = np.full((10, 3), 200, np.uint8)
+    with metric_writers.MetricWriter(tmp_path) as writer:
+        writer.write_pointcloud(0, {"cloud": points}, point_colors={"cloud": colors})
+    run = load_run(tmp_path)
+    vertices = [t for t in run.Tags()["tensors"] if t.startswith("cloud") and "VERTEX" in t]
+    (event,) = run.Tensors(vertices[0])
+    got = tensor_util.make_ndarray(event.tensor_proto)
+    np.testing.assert_allclose(got.reshape(-1, 3), points)
+    data = mesh_metadata.parse_plugin_metadata(run.SummaryMetadata(vertices[0]).plugin_data.content)
+    assert data.content_type == plugin_data_pb2.MeshPluginData.VERTEX
 
 
 def test_the_default_writer_logs_and_writes_into_its_collection(metric_writers, tmp_path, caplog):

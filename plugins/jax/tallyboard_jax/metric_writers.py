@@ -127,10 +127,16 @@ class MetricWriter:
                 raise ValueError(
                     f"images[{key!r}] must have shape [N, H, W, C] or [H, W, C], got {shape}"
                 )
-            batch = value if len(shape) == 4 else value[None]
-            if self._writer is not None:
-                for i, tag in enumerate(deferred.samples(key, batch.shape[0], "image")):
-                    deferred.call(self._writer, "add_image", tag, batch[i], step, dataformats="HWC")
+            if self._writer is None:
+                continue
+            if len(shape) == 3:
+                deferred.call(self._writer, "add_image", key, value, step, dataformats="HWC")
+                continue
+            for i, tag in enumerate(deferred.samples(key, shape[0], "image")):
+                deferred.call(
+                    self._writer, "add_image", tag, value, step,
+                    lambda host, i=i: (host[i], step), dataformats="HWC",
+                )  # fmt: skip
 
     def write_videos(self, step: int, videos: Mapping[str, Any]) -> None:
         """Write videos of shape ``[N, T, H, W, C]`` or ``[T, H, W, C]`` as animated GIFs (CLU's
@@ -145,11 +151,14 @@ class MetricWriter:
                 raise ValueError(
                     f"videos[{key!r}] must have shape [N, T, H, W, C] or [T, H, W, C], got {shape}"
                 )
-            batch = value if len(shape) == 5 else value[None]
-            if self._writer is not None:
-                for i, tag in enumerate(deferred.samples(key, batch.shape[0], "video")):
-                    frames = batch[i].transpose(0, 3, 1, 2)[None]  # torch's (N, T, C, H, W)
-                    deferred.call(self._writer, "add_video", tag, frames, step)
+            if self._writer is None:
+                continue
+            count = shape[0] if len(shape) == 5 else 1
+            for i, tag in enumerate(deferred.samples(key, count, "video")):
+                deferred.call(
+                    self._writer, "add_video", tag, value, step,
+                    lambda host, i=i: (_frames(host, i), step),
+                )  # fmt: skip
 
     def write_audios(self, step: int, audios: Mapping[str, Any], *, sample_rate: int) -> None:
         """Write clips of shape ``[N, T, C]`` (amplitudes in [-1, 1], C 1 or 2) as 16-bit WAV;
@@ -165,7 +174,10 @@ class MetricWriter:
                 raise ValueError(f"audios[{key!r}] must have shape [N, T, C], got {shape}")
             if self._writer is not None:
                 for i, tag in enumerate(deferred.samples(key, shape[0], "audio")):
-                    deferred.call(self._writer, "add_audio", tag, value[i], step, sample_rate=rate)
+                    deferred.call(
+                        self._writer, "add_audio", tag, value, step,
+                        lambda host, i=i: (host[i], step), sample_rate=rate,
+                    )  # fmt: skip
 
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
         """Write text snippets (Markdown, as TensorBoard's TEXT tab renders it)."""
@@ -302,6 +314,13 @@ def _quietly(pending: Any) -> None:
         pending.result()
     except Exception as exc:
         _log.warning("a device value could not be read: %s", exc)
+
+
+def _frames(videos: np.ndarray, i: int) -> np.ndarray:
+    """Video ``i`` of ``[N, T, H, W, C]`` (or the one ``[T, H, W, C]``) as torch's
+    ``(1, T, C, H, W)``."""
+    video = videos[i] if videos.ndim == 5 else videos
+    return video.transpose(0, 3, 1, 2)[None]
 
 
 def _array(value: Any) -> Any:

@@ -68,18 +68,17 @@ class SummaryWriter:
         check_int(max_outputs, "max_outputs", minimum=1)
         image = image if on_device(image) else np.array(image)
         shape = np.shape(image)
-        if len(shape) == 2:
-            image = image[None, :, :, None]
-        elif len(shape) == 3:
-            image = image[None] if shape[-1] in (1, 3) else image[..., None]
-        elif len(shape) != 4 or shape[-1] not in (1, 3):
+        if len(shape) not in (2, 3) and (len(shape) != 4 or shape[-1] not in (1, 3)):
             raise ValueError(
                 f"image must have shape [H, W], [H, W, C] or [K, H, W, C] with C 1 or 3, got {shape}"
             )
-        count = min(int(np.shape(image)[0]), max_outputs)
+        single = len(shape) == 2 or (len(shape) == 3 and shape[-1] in (1, 3))
+        count = 1 if single else min(shape[0], max_outputs)
         for i, name in enumerate(deferred.samples(tag, count, "image")):
-            one = image[i]
-            deferred.call(self._writer, "add_image", name, one, step, dataformats="HWC")
+            deferred.call(
+                self._writer, "add_image", name, image, step,
+                lambda host, i=i: (_rgb(host, i), step), dataformats="HWC",
+            )  # fmt: skip
 
     def audio(
         self, tag: str, audiodata: Any, step: int, sample_rate: int = 44100, max_outputs: int = 3
@@ -96,8 +95,8 @@ class SummaryWriter:
         count = min(int(np.shape(data)[0]), max_outputs)
         for i, name in enumerate(deferred.samples(tag, count, "audio")):
             deferred.call(
-                self._writer, "add_audio", name, data[i], step,
-                lambda clip: (np.clip(np.asarray(clip, np.float32), -1, 1), step, sample_rate),
+                self._writer, "add_audio", name, data, step,
+                lambda host, i=i: (np.clip(host[i].astype(np.float32), -1, 1), step, sample_rate),
             )  # fmt: skip
 
     def histogram(self, tag: str, values: Any, step: int, bins: int | None = None) -> None:
@@ -125,6 +124,17 @@ class SummaryWriter:
         """Save hyper-parameters into this run, flattened as Flax flattens them (nested keys
         joined with ``.``; values other than numbers, str and bool as their str)."""
         self._writer.add_hparams(dict(_flatten(hparams)), {}, own_run=True)
+
+
+def _rgb(image: np.ndarray, i: int) -> np.ndarray:
+    """Image ``i`` of what :meth:`SummaryWriter.image` takes, as ``[H, W, 3]`` (gray repeated,
+    as Flax does)."""
+    if image.ndim == 2:
+        image = image[None, :, :, None]
+    elif image.ndim == 3:
+        image = image[None] if image.shape[-1] in (1, 3) else image[..., None]
+    one = image[i]
+    return np.repeat(one, 3, axis=-1) if one.shape[-1] == 1 else one
 
 
 def _flatten(d: Mapping[str, Any], parent: str = "") -> list[tuple[str, Any]]:

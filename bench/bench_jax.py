@@ -1,0 +1,227 @@
+"""jax.Array values: tallyboard's CLU face against CLU's torch writer and tensorboardX.
+
+A jitted training step of a small MLP on CPU (about 10 ms) is dispatched, and its loss is
+logged while it is still being computed. The references cannot log a value that is not there
+yet: CLU's TorchTensorboardWriter takes NumPy arrays only (so the loop hands it
+``np.asarray(loss)``, as its users must), tensorboardX converts it with ``np.asarray`` itself;
+either way the call waits for the step. tallyboard starts the copy and returns.
+
+Tables:
+1. the caller's time for ``write_scalars(step, {"loss": loss})`` right after the step is
+   dispatched (mean, median, p99 per call, and end to end per step including close());
+2. a loop logging loss and accuracy every step against the same loop logging nothing
+   (speed ratio, >= 0.95 is the goal);
+3. images (64x64x3 floats) and histograms (100,000 values) of jax arrays, per call and end to
+   end including close().
+
+CLU's ``clu.metric_writers`` package imports TensorFlow in its ``__init__``; its torch writer
+module is loaded from the installed CLU without it. Run: ``python bench/bench_jax.py``
+(``--quick``: fewer steps).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import statistics
+import sys
+import time
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from common import COST_HEADER, Cost, fresh_dir
+
+QUICK = "--quick" in sys.argv
+STEPS = 60 if QUICK else 200
+REPEATS = 3
+
+
+def clu_torch_writer() -> type:
+    import clu
+
+    package = types.ModuleType("clu.metric_writers")
+    package.__path__ = [os.path.join(os.path.dirname(clu.__file__), "metric_writers")]
+    sys.modules.setdefault("clu.metric_writers", package)
+    module = importlib.import_module("clu.metric_writers.torch_tensorboard_writer")
+    return module.TorchTensorboardWriter  # type: ignore[no-any-return]
+
+
+class XWriter:
+    """tensorboardX behind CLU's write_scalars/write_images/write_histograms."""
+
+    def __init__(self, logdir: str) -> None:
+        from tensorboardX import SummaryWriter
+
+        self._w = SummaryWriter(logdir)
+
+    def write_scalars(self, step: int, scalars: dict) -> None:
+        for k, v in scalars.items():
+            self._w.add_scalar(k, v, step)
+
+    def write_images(self, step: int, images: dict) -> None:
+        for k, v in images.items():
+            self._w.add_image(k, v, step, dataformats="HWC")
+
+    def write_histograms(self, step: int, arrays: dict) -> None:
+        for k, v in arrays.items():
+            self._w.add_histogram(k, v, step)
+
+    def close(self) -> None:
+        self._w.close()
+
+
+def mlp():
+    """A jitted SGD step of a 3-layer MLP, its params donated; ~10 ms on this CPU."""
+    key = jax.random.key(0)
+    sizes = (512, 512, 512, 10)
+    params = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        params.append(
+            (jax.random.normal(jax.random.fold_in(key, i), (a, b)) * a**-0.5, jnp.zeros(b))
+        )
+    x = jax.random.normal(key, (128, 512))
+    y = jax.random.randint(key, (128,), 0, 10)
+
+    def loss_fn(p):
+        h = x
+        for w, b in p[:-1]:
+            h = jax.nn.relu(h @ w + b)
+        logits = h @ p[-1][0] + p[-1][1]
+        loss = -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(128), y])
+        return loss, jnp.mean(jnp.argmax(logits, -1) == y)
+
+    @jax.jit
+    def step(p):
+        (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(p)
+        return jax.tree.map(lambda a, g: a - 0.01 * g, p, grads), loss, acc
+
+    params, loss, acc = step(params)
+    loss.block_until_ready()
+    return step, params
+
+
+def writers() -> dict:
+    from tallyboard_jax.metric_writers import MetricWriter
+
+    torch_clu = clu_torch_writer()
+    return {
+        "tallyboard": (MetricWriter, lambda v: v),
+        "CLU torch": (torch_clu, np.asarray),  # CLU's torch writer takes NumPy only
+        "tensorboardX": (XWriter, lambda v: v),  # converts with np.asarray itself
+    }
+
+
+def scalar_latency(make, convert, step, params) -> Cost:
+    writer = make(fresh_dir("jax"))
+    calls = []
+    start = time.perf_counter()
+    for i in range(STEPS):
+        params, loss, _ = step(params)
+        t0 = time.perf_counter()
+        writer.write_scalars(i, {"loss": convert(loss)})
+        calls.append(time.perf_counter() - t0)
+    writer.close()
+    jax.block_until_ready(params)
+    return Cost(time.perf_counter() - start, calls)
+
+
+def loop(make, convert, step, params, log: bool) -> float:
+    """Seconds per step of a loop that logs loss and accuracy every step (or nothing)."""
+    writer = make(fresh_dir("jaxloop")) if log else None
+    start = time.perf_counter()
+    for i in range(STEPS):
+        params, loss, acc = step(params)
+        if writer is not None:
+            writer.write_scalars(i, {"loss": convert(loss), "accuracy": convert(acc)})
+    if writer is not None:
+        writer.close()
+    jax.block_until_ready(params)
+    return (time.perf_counter() - start) / STEPS
+
+
+def heavy(make, convert, what: str, n: int) -> Cost:
+    key = jax.random.key(1)
+    images = [jax.random.uniform(jax.random.fold_in(key, i), (64, 64, 3)) for i in range(n)]
+    values = [jax.random.normal(jax.random.fold_in(key, i), (100_000,)) for i in range(n)]
+    jax.block_until_ready((images, values))
+    writer = make(fresh_dir("jaxheavy"))
+    calls = []
+    start = time.perf_counter()
+    for i in range(n):
+        t0 = time.perf_counter()
+        if what == "image":
+            writer.write_images(i, {"img": convert(images[i])})
+        else:
+            writer.write_histograms(i, {"h": convert(values[i])})
+        calls.append(time.perf_counter() - t0)
+    writer.close()
+    return Cost(time.perf_counter() - start, calls)
+
+
+def main() -> None:
+    step, params = mlp()
+    t0 = time.perf_counter()
+    for _ in range(20):
+        params, loss, _ = step(params)
+    loss.block_until_ready()
+    print(
+        f"jax {jax.__version__}, {jax.devices()[0]}; one step of the MLP: "
+        f"{(time.perf_counter() - t0) / 20 * 1e3:.1f} ms; {STEPS} steps, median of {REPEATS}"
+    )
+    table = writers()
+    for make, convert in table.values():  # warm up every writer once (jit of the copy)
+        scalar_latency(make, convert, step, params)
+
+    print("\n## write_scalars(step, {'loss': loss}) while loss is being computed")
+    print(f"{'writer':14s} {COST_HEADER}")
+    costs = {}
+    for name, (make, convert) in table.items():
+        runs = [scalar_latency(make, convert, step, params) for _ in range(REPEATS)]
+        costs[name] = sorted(runs, key=lambda c: c.end_to_end)[REPEATS // 2]
+        print(f"{name:14s} {costs[name].line()}")
+    ours = costs["tallyboard"]
+    for name in ("CLU torch", "tensorboardX"):
+        print(
+            f"caller mean {name} / tallyboard: {costs[name].mean / ours.mean:.0f}x, median "
+            f"{costs[name].median / ours.median:.0f}x, p99 {costs[name].p99 / ours.p99:.0f}x"
+        )
+
+    print("\n## loop logging loss and accuracy every step vs the same loop logging nothing")
+    print(f"{'writer':14s} {'ms/step logging':>16s} {'ms/step silent':>15s} {'speed ratio':>12s}")
+    for name, (make, convert) in table.items():
+        ratios, logged, silent = [], [], []
+        for _ in range(REPEATS):  # interleaved, so both see the same machine load
+            s = loop(make, convert, step, params, log=False)
+            t = loop(make, convert, step, params, log=True)
+            silent.append(s)
+            logged.append(t)
+            ratios.append(s / t)
+        print(
+            f"{name:14s} {statistics.median(logged) * 1e3:16.2f} "
+            f"{statistics.median(silent) * 1e3:15.2f} {statistics.median(ratios):11.3f}x "
+            f"({min(ratios):.3f}-{max(ratios):.3f})"
+        )
+
+    for what, n in (("image", 100), ("histogram", 100)):
+        print(
+            f"\n## write_{what}s of jax arrays ({n} calls; "
+            f"{'64x64x3 floats' if what == 'image' else '100,000 values'})"
+        )
+        print(f"{'writer':14s} {COST_HEADER}")
+        got = {}
+        for name, (make, convert) in table.items():
+            runs = [heavy(make, convert, what, n) for _ in range(REPEATS)]
+            got[name] = sorted(runs, key=lambda c: c.end_to_end)[REPEATS // 2]
+            print(f"{name:14s} {got[name].line()}")
+        for name in ("CLU torch", "tensorboardX"):
+            print(
+                f"end to end {name} / tallyboard: "
+                f"{got[name].end_to_end / got['tallyboard'].end_to_end:.2f}x, caller mean "
+                f"{got[name].mean / got['tallyboard'].mean:.1f}x"
+            )
+
+
+if __name__ == "__main__":
+    main()
