@@ -202,6 +202,44 @@ def comparable(value: Any, kind: str) -> Any:
     return value.SerializeToString()
 
 
+def summary_net() -> Any:
+    """In the child: a conv and a dense layer with MindSpore's summary operators on the logits
+    (the tests' network; its Cells are ``conv``, ``flatten`` and ``fc``)."""
+    from mindspore import nn, ops
+
+    class Net(nn.Cell):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 2, 3, pad_mode="valid", has_bias=True)
+            self.flatten = nn.Flatten()
+            self.fc = nn.Dense(2 * 6 * 6, 4)
+            self.scalar = ops.ScalarSummary()
+            self.histogram = ops.HistogramSummary()
+            self.tensor = ops.TensorSummary()
+
+        def construct(self, x: Any) -> Any:
+            y = self.fc(self.flatten(self.conv(x)))
+            self.scalar("logits_mean", y.mean())
+            self.histogram("logits", y)
+            self.tensor("logits_t", y)
+            return y
+
+    return Net()
+
+
+def image_dataset(samples: int = 16, batch: int = 4) -> Any:
+    """Images (3x8x8 in [0, 1)) and labels from a generator: rows must be NumPy arrays (MindSpore
+    2.10's ``np.array(row, copy=False)`` fails on NumPy 2 for anything it would have to copy)."""
+    import mindspore.dataset as ds
+
+    def rows() -> Any:
+        rng = np.random.default_rng(0)
+        for i in range(samples):
+            yield rng.random((3, 8, 8), dtype=np.float32), np.array(i % 4, np.int32)
+
+    return ds.GeneratorDataset(rows, ["image", "label"], shuffle=False).batch(batch)
+
+
 def _settle_mindspore() -> None:
     """Start MindSpore's runtime before any scenario forks. MindSpore's own SummaryRecord forks
     its writer process; if that happens while MindSpore's PyNative backend thread is still

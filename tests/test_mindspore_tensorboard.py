@@ -32,7 +32,16 @@ from browser_support import (
     wait_plugins_enabled,
     wait_rendered,
 )
-from mindspore_support import Results, fresh_operator_caches, note, run_scenarios, scenario
+from mindspore_support import (
+    Results,
+    fresh_operator_caches,
+    image_dataset,
+    note,
+    run_scenarios,
+    scenario,
+    summary_net,
+)
+from test_tensorboard_server_graph_hparams_embedding import _session_groups
 
 MODES = ("graph", "pynative")
 SIDES = {"ms": 0.01, "tb": 0.02}
@@ -43,33 +52,6 @@ CUSTOM = {
 CONV_SCOPE = "Default/network-WithLossCell/_backbone-Net/conv-Conv2d"
 
 # -- the MindSpore child ---------------------------------------------------------------------
-
-
-def _net() -> Any:
-    from mindspore import nn
-
-    class Net(nn.Cell):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv = nn.Conv2d(3, 2, 3, pad_mode="valid", has_bias=True)
-            self.flatten = nn.Flatten()
-            self.fc = nn.Dense(2 * 6 * 6, 4)
-
-        def construct(self, x: Any) -> Any:
-            return self.fc(self.flatten(self.conv(x)))
-
-    return Net()
-
-
-def _dataset(samples: int = 16, batch: int = 4) -> Any:
-    import mindspore.dataset as ds
-
-    def rows() -> Any:
-        rng = np.random.default_rng(0)
-        for i in range(samples):
-            yield rng.random((3, 8, 8), dtype=np.float32), np.array(i % 4, np.int32)
-
-    return ds.GeneratorDataset(rows, ["image", "label"], shuffle=False).batch(batch)
 
 
 def _graph_facts(path: Path) -> dict[str, Any]:
@@ -110,7 +92,7 @@ def _train(out: Path, mode: str) -> None:
     for side, lr in SIDES.items():
         fresh_operator_caches()
         ms.set_seed(0)
-        net = _net()
+        net = summary_net()
         model = ms.train.Model(
             net,
             nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
@@ -120,8 +102,8 @@ def _train(out: Path, mode: str) -> None:
         collector = ms.SummaryCollector if side == "ms" else tallyboard.SummaryCollector
         run = out / side
         train = collector(str(run), collect_freq=2, custom_lineage_data=CUSTOM[side])
-        model.train(2, _dataset(), callbacks=[train], dataset_sink_mode=False)
-        note(f"{side} eval", model.eval(_dataset(8), callbacks=[collector(str(run / "eval"))]))
+        model.train(2, image_dataset(), callbacks=[train], dataset_sink_mode=False)
+        note(f"{side} eval", model.eval(image_dataset(8), callbacks=[collector(str(run / "eval"))]))
         note(f"{side} graph", _graph_facts(run))
 
 
@@ -329,14 +311,7 @@ def test_board_serves_the_network_graph_blob(runs: Results, served: Any) -> None
 
 
 def test_board_serves_the_lineage_as_session_groups(served: Any) -> None:
-    body = {
-        "experimentName": "",
-        "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"],
-        "colParams": [],
-        "startIndex": 0,
-        "sliceSize": 100,
-    }
-    groups = served.tb.post_json("/data/plugin/hparams/session_groups", body)["sessionGroups"]
+    groups = _session_groups(served.tb)
     got = {g["name"]: g["hparams"] for g in groups}
     for mode in MODES:
         for side, lr in SIDES.items():

@@ -34,45 +34,14 @@ from mindspore_support import (
     summary_file,
     summary_values,
 )
+from mindspore_support import (
+    image_dataset as _dataset,
+)
+from mindspore_support import (
+    summary_net as _net,
+)
 
 # -- the MindSpore child ---------------------------------------------------------------------
-
-
-def _net() -> Any:
-    """A conv and a dense layer with MindSpore's summary operators on the logits."""
-    from mindspore import nn, ops
-
-    class Net(nn.Cell):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv = nn.Conv2d(3, 2, 3, pad_mode="valid", has_bias=True)
-            self.flatten = nn.Flatten()
-            self.fc = nn.Dense(2 * 6 * 6, 4)
-            self.scalar = ops.ScalarSummary()
-            self.histogram = ops.HistogramSummary()
-            self.tensor = ops.TensorSummary()
-
-        def construct(self, x: Any) -> Any:
-            y = self.fc(self.flatten(self.conv(x)))
-            self.scalar("logits_mean", y.mean())
-            self.histogram("logits", y)
-            self.tensor("logits_t", y)
-            return y
-
-    return Net()
-
-
-def _dataset(samples: int = 16, batch: int = 4) -> Any:
-    """Images (3x8x8 in [0, 1)) and labels from a generator: rows must be NumPy arrays (MindSpore
-    2.10's ``np.array(row, copy=False)`` fails on NumPy 2 for anything it would have to copy)."""
-    import mindspore.dataset as ds
-
-    def rows() -> Any:
-        rng = np.random.default_rng(0)
-        for i in range(samples):
-            yield rng.random((3, 8, 8), dtype=np.float32), np.array(i % 4, np.int32)
-
-    return ds.GeneratorDataset(rows, ["image", "label"], shuffle=False).batch(batch)
 
 
 def _model() -> Any:

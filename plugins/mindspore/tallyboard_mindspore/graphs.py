@@ -10,9 +10,9 @@ its output type in ``dtype``. Parameters and constants become ``Parameter`` and 
 in the scope of the first operation that reads them (each a parameter's shape, a constant's
 value). :func:`dataset_graph_def` gives one node per pipeline operation (``GeneratorDataset``,
 ``Batch``, ...), each reading its children, with its parameters, operations and sampler as
-attributes. Field numbers are those of MindSpore 2.10's ``anf_ir.proto`` and ``lineage.proto``
-and of TensorBoard's ``graph.proto``, ``node_def.proto``, ``attr_value.proto`` and
-``config.proto``.
+attributes. Field numbers are those of MindSpore 2.10's ``anf_ir.proto`` (``lineage.proto``'s
+are the lineage kinds', :mod:`tallyboard_lineage.messages`) and of TensorBoard's
+``graph.proto``, ``node_def.proto``, ``attr_value.proto`` and ``config.proto``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ PRODUCER = 22
 
 @functools.lru_cache(maxsize=1)
 def messages() -> dict[str, Any]:
-    """The anf_ir and lineage messages read and TensorBoard's graph messages written."""
+    """The anf_ir messages read and TensorBoard's graph messages written (a ``DatasetGraph`` is
+    read with the lineage kinds' own class)."""
     anf = build(
         "tallyboard.mindspore_graph",
         {
@@ -72,20 +73,6 @@ def messages() -> dict[str, Any]:
                 ("node", 1, "NodeProto", "repeated"), ("name", 2, "string"),
                 ("parameters", 3, "ParameterProto", "repeated"),
                 ("const_vals", 5, "NamedValueProto", "repeated"),
-            ],
-            "StrList": [("strValue", 1, "string", "repeated")],
-            "OperationParameter": [
-                ("mapStr", 1, "map<string,string>"), ("mapStrList", 2, "map<string,StrList>"),
-                ("mapBool", 3, "map<string,bool>"), ("mapInt", 4, "map<string,int32>"),
-                ("mapDouble", 5, "map<string,double>"),
-            ],
-            "Operation": [
-                ("operationParam", 1, "OperationParameter"), ("size", 2, "int32", "repeated"),
-                ("weights", 3, "float", "repeated"),
-            ],
-            "DatasetGraph": [
-                ("children", 1, "DatasetGraph", "repeated"), ("parameter", 2, "OperationParameter"),
-                ("operations", 3, "Operation", "repeated"), ("sampler", 4, "Operation"),
             ],
         },
         syntax="proto2",
@@ -282,8 +269,9 @@ def _operation_text(op: Any) -> str:
 def dataset_graph_def(dataset_graph: bytes, scope: str = "dataset") -> bytes:
     """The serialized ``GraphDef`` of a serialized lineage ``DatasetGraph``: one node per
     pipeline operation under ``scope``, named by its op type, reading its children."""
-    m = messages()
-    root = m["anf.DatasetGraph"].FromString(dataset_graph)
+    from tallyboard_lineage.messages import DatasetGraph
+
+    root = DatasetGraph.FromString(dataset_graph)
     out = _Graph()
 
     def add(node: Any) -> str:
