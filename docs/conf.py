@@ -58,6 +58,11 @@ autodoc_typehints = "description"
 autodoc_typehints_description_target = "documented_params"
 autodoc_class_signature = "separated"
 autodoc_preserve_defaults = False
+# The docs extra alone builds the site: MindSpore and pytest are no dependency of it. autodoc
+# imports SummaryCollector (a subclass of MindSpore's Callback) and tallyboard.testing's fixtures
+# (pytest.fixture-decorated) with those two mocked: their own docstrings and signatures are
+# documented, nothing is taken from MindSpore or pytest.
+autodoc_mock_imports = ["mindspore", "pytest"]
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 
