@@ -318,7 +318,8 @@ def convert(
         known = ", ".join(sorted(reg.sinks)) or "none"
         raise ValueError(f"to={to!r} names no installed sink; choose one of: {known}")
     try:  # a sink writing TensorBoard's summaries takes those read back as they are
-        reader = RunReader(src_text, formats, summaries=reg.sinks[to].tensorboard_summaries)
+        copy = "exact" if reg.sinks[to].tensorboard_summaries else False
+        reader = RunReader(src_text, formats, summaries=copy)
     except ValueError as exc:
         raise ValueError(f"src: {exc}" if "formats" not in str(exc) else str(exc)) from None
     real_dst = _check_dst(src_text, dst_text, force)

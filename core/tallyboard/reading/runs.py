@@ -127,7 +127,7 @@ class RunReader:
         keep: bool = True,
         deadline: float | None = None,
         storage_options: dict[str, Any] | None = None,
-        summaries: bool = False,
+        summaries: bool | str = False,
     ) -> None:
         import fsspec
 
@@ -148,7 +148,8 @@ class RunReader:
         self.kind = kind
         self.keep = keep
         #: readers that can keep TensorBoard's summaries as their files hold them (a
-        #: ``keep_summaries`` attribute) are told to (``Batch.summaries``)
+        #: ``keep_summaries`` attribute) are told to (``Batch.summaries``): True to show them,
+        #: ``"exact"`` to copy them (scalars in tensor form kept whole too)
         self.summaries = summaries
         if deadline is not None and not (
             isinstance(deadline, (int, float))
@@ -457,7 +458,7 @@ class RunReader:
             spec = f.spec
             reader = spec.open(self._source, path, self._decoders_of(spec))
             if self.summaries and hasattr(reader, "keep_summaries"):
-                reader.keep_summaries = True
+                reader.keep_summaries = self.summaries
             if self.keep if keep is None else keep:
                 f.reader = reader
         return reader

@@ -29,6 +29,7 @@ is true (a graph written as a summary by TF2's ``trace_export``).
 
 from __future__ import annotations
 
+import functools
 import struct
 import threading
 from collections.abc import Callable, Sequence
@@ -65,12 +66,16 @@ _NOT_VALUES = (None, "file_version")
 _NO_VALUE: set[bytes] = set()
 
 
-def _alone(event: Any, value: Any) -> bytes:
-    """An ``Event`` holding ``value`` alone, with ``event``'s step and wall time, serialized."""
+def _alone(event: Any, value: Any, bare: bool = False) -> bytes:
+    """An ``Event`` holding ``value`` alone, with ``event``'s step and wall time, serialized;
+    ``bare``: without its metadata (the file's value had none)."""
     from .proto import Event
 
     one = Event(wall_time=event.wall_time, step=event.step)
-    one.summary.value.add().CopyFrom(value)
+    kept = one.summary.value.add()
+    kept.CopyFrom(value)
+    if bare:
+        kept.ClearField("metadata")
     return bytes(one.SerializeToString())
 
 
@@ -135,9 +140,11 @@ class EventFileReader(ChunkedFileReader):
         self._headed: set[str] = set()
 
     #: Keep TensorBoard's summaries as the file holds them (``Batch.summaries`` and
-    #: ``Batch.scalar_heads``) instead of decoded rows: set by a consumer that shows or copies
-    #: them as they are (``tallyboard board``, ``convert`` to event files).
-    keep_summaries: bool = False
+    #: ``Batch.scalar_heads``) instead of decoded rows: set by a consumer that shows them as
+    #: they are (True: ``tallyboard board``; every scalar, in tensor form too, still goes to the
+    #: columns, so a chart of them loads at the columns' speed) or copies them (``"exact"``:
+    #: ``convert`` to event files; scalars in tensor form, say, are kept whole too).
+    keep_summaries: bool | str = False
 
     def _bounds_guessed(
         self, data: bytes, guess: tuple[Any, Any, Any, Any] | None
@@ -535,8 +542,12 @@ class EventFileReader(ChunkedFileReader):
             keep = self.keep_summaries
             for value in values:
                 if keep:  # as the file holds it: before the tag's metadata is given back
-                    raw = payload if len(values) == 1 else _alone(event, value)
-                    self._value(value, step, wall, pos, batch, raw)
+                    if len(values) == 1:
+                        self._value(value, step, wall, pos, batch, lambda: payload)
+                    else:  # made only when kept: a copy of the value costs
+                        bare = not value.HasField("metadata")  # given back below, not kept
+                        raw = functools.partial(_alone, event, value, bare)
+                        self._value(value, step, wall, pos, batch, raw)
                 else:
                     self._value(value, step, wall, pos, batch)
             return
@@ -559,7 +570,13 @@ class EventFileReader(ChunkedFileReader):
             _count(batch, str(what), tag)
 
     def _value(
-        self, value: Any, step: int, wall: float, pos: int, batch: Batch, raw: bytes | None = None
+        self,
+        value: Any,
+        step: int,
+        wall: float,
+        pos: int,
+        batch: Batch,
+        raw: Callable[[], bytes] | None = None,
     ) -> None:
         """Decode one ``Summary.Value`` into ``batch``, or count it as undecoded.
 
@@ -567,12 +584,13 @@ class EventFileReader(ChunkedFileReader):
         (TF1's FileWriter strips it from the later ones) is remembered per tag and given back to
         the later values before they reach the decoders.
 
-        ``raw`` (the value alone in its ``Event``, as the file holds it) is given when the
-        reader keeps summaries (:attr:`keep_summaries`): a plain ``simple_value`` (no plugin
-        name but ``scalars``) then goes to the scalar columns, the first of a tag that carries
-        metadata to ``batch.scalar_heads`` too, and every other value (tensor-form scalars and
-        a ``simple_value`` carrying another plugin's metadata included) to ``batch.summaries``
-        instead of the rows.
+        ``raw`` (gives the value alone in its ``Event``, as the file holds it) is given when the
+        reader keeps summaries (:attr:`keep_summaries`): a scalar then goes to the scalar
+        columns, the first of a tag that carries metadata to ``batch.scalar_heads`` too, and
+        every other value to ``batch.summaries`` instead of the rows; to copy
+        (``"exact"``), only plain ``simple_value`` values (no plugin name but ``scalars``) are
+        scalars so, and tensor-form scalars and a ``simple_value`` carrying another plugin's
+        metadata are kept whole.
 
         A ``simple_value`` carrying a plugin's metadata (not ``scalars``) reaches the decoders
         like any value; one that no decoder takes is read as a scalar.
@@ -595,7 +613,8 @@ class EventFileReader(ChunkedFileReader):
         plugin = value.metadata.plugin_data.plugin_name
         plain = plugin in ("", "scalars")
         scalar_form = payload == "simple_value" or (payload is None and plain)
-        if scalar_form and plain:  # a plain scalar (0.0 may be written as no field at all)
+        columns = raw is not None and self.keep_summaries != "exact"  # every scalar a column
+        if scalar_form and (plain or columns):  # 0.0 may be written as no field at all
             self._scalar(tag, step, wall, float(value.simple_value), batch, raw, own_metadata)
             return
         kind = self._kind_of_tag.get(tag)
@@ -605,17 +624,17 @@ class EventFileReader(ChunkedFileReader):
             if not result:  # None, or a list of no rows
                 continue
             self._kind_of_tag[tag] = name
-            if raw is not None:  # kept as it is (a scalar in tensor form too: its dtype)
-                batch.summaries.append((name, plugin, raw))
+            if name == SCALAR_KIND and (raw is None or columns):  # one number
+                self._scalar(tag, step, wall, float(result["value"]), batch, raw, own_metadata)
                 return
-            if name == SCALAR_KIND:  # one number
-                self._scalar(tag, step, wall, float(result["value"]), batch, None, False)
+            if raw is not None:  # kept as it is (a scalar in tensor form too: its dtype)
+                batch.summaries.append((name, plugin, raw()))
                 return
             for row in self._rows(result):
                 batch.add_row(name, {"tag": tag, "step": step, "wall_time": wall, **row})
             return
         if raw is not None:
-            batch.summaries.append((None, plugin or str(payload or "no value"), raw))
+            batch.summaries.append((None, plugin or str(payload or "no value"), raw()))
         elif scalar_form:  # a simple_value of a plugin no installed kind decodes: a scalar
             self._scalar(tag, step, wall, float(value.simple_value), batch, None, False)
         else:
@@ -628,7 +647,7 @@ class EventFileReader(ChunkedFileReader):
         wall: float,
         number: float,
         batch: Batch,
-        raw: bytes | None,
+        raw: Callable[[], bytes] | None,
         own_metadata: bool,
     ) -> None:
         """One scalar into the batch's lists; with kept summaries, the tag's first value that
@@ -639,7 +658,7 @@ class EventFileReader(ChunkedFileReader):
         batch.values.append(number)
         if raw is not None and own_metadata and tag not in self._headed:
             self._headed.add(tag)
-            batch.scalar_heads.setdefault(tag, raw)
+            batch.scalar_heads.setdefault(tag, raw())
 
     @staticmethod
     def _rows(result: Any) -> list[dict[str, Any]]:
