@@ -121,7 +121,7 @@ def _huffman_saves(sample: np.ndarray) -> bool:
     counts = np.bincount(flat, minlength=256)
     # H = log2(n) - sum(c log2 c) / n, the sum looked up in a table of c log2 c
     bits = math.log2(n) - float(_C_LOG2_C.take(counts).sum()) / n
-    bits += (np.count_nonzero(counts) - 1) / (2 * n * math.log(2))
+    bits += (int(np.count_nonzero(counts)) - 1) / (2 * n * math.log(2))
     return bits <= HUFFMAN_MAX_BITS
 
 
