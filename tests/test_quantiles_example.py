@@ -7,9 +7,6 @@ TensorBoard."""
 
 from __future__ import annotations
 
-import importlib
-import os
-import shutil
 import subprocess
 import sys
 import warnings
@@ -20,9 +17,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 from conftest import load_run
+from installed_examples import installed_example
 from tallyboard import SummaryRecord, SummaryWriter, convert, read
 from tallyboard.cli import main as cli_main
-from tallyboard.plugin.registry import get_registry, reset_registry
+from tallyboard.plugin.registry import get_registry
 from tallyboard.warn import SinkWarning
 from tb_server import tensorboard_server
 from test_webhook_example import code_lines
@@ -48,34 +46,9 @@ def test_the_kind_and_the_sink_are_each_under_60_lines_of_code() -> None:
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """``pip install`` the example into a folder of this test process (``--target``), first on
-    ``sys.path`` and on ``PYTHONPATH`` for the processes the tests start: found as an installed
-    distribution's entry point, while the shared environment stays untouched."""
-    root = tmp_path_factory.mktemp("quantiles")
-    src, target = root / EXAMPLE.name, root / "site"
-    shutil.copytree(
-        EXAMPLE, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
-    )
-    cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
-    out = subprocess.run(
-        [*cmd, "--target", str(target), str(src)], capture_output=True, text=True, timeout=300
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    old_path = os.environ.get("PYTHONPATH")
-    sys.path.insert(0, str(target))
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(target), old_path) if p)
-    importlib.invalidate_caches()
-    reset_registry()
-    yield target
-    sys.path.remove(str(target))
-    if old_path is None:
-        os.environ.pop("PYTHONPATH", None)
-    else:
-        os.environ["PYTHONPATH"] = old_path
-    for name in [m for m in sys.modules if m.startswith("tallyboard_quantiles")]:
-        sys.modules.pop(name)
-    importlib.invalidate_caches()
-    reset_registry()
+    """The example pip-installed for this module (see :func:`installed_example`)."""
+    with installed_example(EXAMPLE, tmp_path_factory.mktemp("quantiles"), PACKAGE.name) as site:
+        yield site
 
 
 @pytest.fixture
