@@ -130,9 +130,10 @@ def get_registry() -> Registry:
     if reg is None:
         with _lock:
             if _registry is None:
-                _registry = build_registry(extra=_extra_plugins)
-                for watcher in _watchers:
-                    watcher(_registry)
+                built = build_registry(extra=_extra_plugins)
+                for watcher in _watchers:  # before other threads see it (they skip the lock)
+                    watcher(built)
+                _registry = built
             reg = _registry
     return reg
 
