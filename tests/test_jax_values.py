@@ -17,7 +17,7 @@ import pytest
 from tallyboard import SummaryWriter, values
 from tensorboard.util import tensor_util
 
-from tests.conftest import load_run
+from tests.conftest import load_run, raw_events
 
 
 @jax.jit
@@ -170,3 +170,26 @@ def test_plain_floats_never_look_for_jax():
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
     )
     assert done.stdout.strip() == "False", done.stderr[-2000:]
+
+
+def test_every_add_method_writes_for_a_jax_array_what_it_writes_for_its_numpy_array(logdir):
+    key = jax.random.key(3)
+    image = jax.random.uniform(key, (3, 16, 12))
+    calls = [
+        ("add_image", (image,), {}),
+        ("add_images", (jnp.stack([image, 1 - image]),), {}),
+        ("add_histogram", (jax.random.normal(key, (500,)),), {"bins": 20}),
+        ("add_audio", (jnp.sin(jnp.arange(800.0) / 10) * 0.5,), {"sample_rate": 8000}),
+        ("add_tensor", (jnp.arange(6, dtype=jnp.int32).reshape(2, 3),), {}),
+        ("add_video", (jax.random.uniform(key, (1, 4, 3, 8, 8)),), {"fps": 2}),
+        ("add_scalar", (jnp.float32(0.5),), {}),
+    ]
+    for run, convert in (("jax", lambda v: v), ("numpy", np.asarray)):
+        with SummaryWriter(logdir / run) as writer:
+            for step, (method, (value,), kwargs) in enumerate(calls):
+                getattr(writer, method)(method, convert(value), step, **kwargs)
+    got, want = (
+        [e.summary for e in raw_events(logdir / run) if e.HasField("summary")]
+        for run in ("jax", "numpy")
+    )
+    assert len(got) == len(calls) and got == want

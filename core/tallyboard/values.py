@@ -454,6 +454,44 @@ def emit_pending(
         writer.emit(kind, tag, pending.result(), global_step, walltime)
 
 
+class _Capture:
+    """Stands in for a writer while a kind's method turns host values into its payload."""
+
+    __slots__ = ("payload",)
+
+    def __init__(self) -> None:
+        self.payload: Any = None
+
+    def emit(
+        self, kind: str, tag: Any, payload: Any, global_step: Any = None, walltime: Any = None
+    ) -> None:
+        self.payload = payload
+
+
+def defer_call(
+    writer: Any,
+    kind: str,
+    tag: Any,
+    value: Any,
+    global_step: Any,
+    walltime: Any,
+    method: Callable[[Any, np.ndarray], None],
+) -> None:
+    """Log device ``value`` through a kind's method without waiting for it: ``method(w,
+    host_array)`` (a closure calling the method with its other arguments, ending in
+    ``w.emit(kind, ...)``) runs on the writer's side on the host copy, and what it emits is
+    written under ``tag``, ``global_step`` and ``walltime`` (``None``: now, at this call).
+    Errors it raises there are reported by a later call."""
+
+    def make(host: np.ndarray) -> Any:
+        capture = _Capture()
+        method(capture, host)
+        return capture.payload
+
+    (pending,) = defer_device(make, [value])
+    emit_pending(writer, kind, tag, pending, global_step, walltime)
+
+
 def _make_room() -> None:
     """Drop what the writers have materialised; then materialise the oldest until in bound."""
     while _pending and (_pending[0].done or len(_pending) > MAX_PENDING_DEVICE_VALUES):

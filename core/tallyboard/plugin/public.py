@@ -163,6 +163,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "defer_device",
         "defer_float",
         "emit_pending",
+        "defer_call",
         "Pending",
     ),
     "tallyboard.paths": ("is_url", "join", "safe_relpath", "resolve_inside"),

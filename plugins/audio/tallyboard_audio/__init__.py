@@ -49,8 +49,16 @@ def add_audio(
         >>> with SummaryWriter("runs/audio") as writer:
         ...     writer.add_audio("a440", a440, 0, sample_rate=16000)
     """
+    from tallyboard.values import defer_call, on_device
+
     from .convert import AudioPayload, check_sample_rate, to_pcm16
 
+    if on_device(snd_tensor):  # a jax.Array, a CUDA tensor: converted on the writer's side
+        defer_call(
+            writer, "audio", tag, snd_tensor, global_step, walltime,
+            lambda w, host: add_audio(w, tag, host, global_step, sample_rate, walltime),
+        )  # fmt: skip
+        return
     try:
         samples = to_pcm16(snd_tensor)
     except TypeError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tallyboard.values import raise_if_swapped
+from tallyboard.values import defer_call, on_device, raise_if_swapped
 
 from .compute import histogram_of, raw_histogram
 
@@ -58,6 +58,12 @@ def add_histogram(
         ...     for step in range(5):
         ...         writer.add_histogram("weights", rng.normal(step, 1, 1000), step)
     """
+    if on_device(values):  # a jax.Array, a CUDA tensor: converted on the writer's side
+        defer_call(
+            writer, "histogram", tag, values, global_step, walltime,
+            lambda w, host: add_histogram(w, tag, host, global_step, bins, walltime, max_bins),
+        )  # fmt: skip
+        return
     try:
         payload = histogram_of(values, "values", bins, max_bins)
     except TypeError:

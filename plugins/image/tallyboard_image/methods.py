@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from tallyboard.values import check_flag, raise_if_swapped, to_array
+from tallyboard.values import check_flag, defer_call, on_device, raise_if_swapped, to_array
 
 from .convert import (
     ImagePayload,
@@ -70,6 +70,12 @@ def add_image(
         ...     writer.add_image("gradient", chw, 0)
         ...     writer.add_image("gradient_hwc", chw.transpose(1, 2, 0), 0, dataformats="HWC")
     """
+    if on_device(img_tensor):  # a jax.Array, a CUDA tensor: converted on the writer's side
+        defer_call(
+            writer, "image", tag, img_tensor, global_step, walltime,
+            lambda w, host: add_image(w, tag, host, global_step, walltime, dataformats),
+        )  # fmt: skip
+        return
     pixels = _pixels("add_image", tag, img_tensor, dataformats, global_step)
     writer.emit("image", tag, ImagePayload(pixels), global_step, walltime)
 
@@ -117,6 +123,12 @@ def add_images(
         >>> with SummaryWriter("runs/images") as writer:
         ...     writer.add_images("samples", batch, 0)  # one 256x64 grid: 8 columns, 2 rows
     """
+    if on_device(img_tensor):  # a jax.Array, a CUDA tensor: converted on the writer's side
+        defer_call(
+            writer, "image", tag, img_tensor, global_step, walltime,
+            lambda w, host: add_images(w, tag, host, global_step, walltime, dataformats),
+        )  # fmt: skip
+        return
     listed = isinstance(img_tensor, (list, tuple)) and isinstance(dataformats, str)
     if listed and dataformats.upper() in ("CHW", "HWC"):
         img_tensor = _stack(img_tensor)
@@ -333,6 +345,12 @@ def add_video(
         >>> with SummaryWriter("runs/video") as writer:
         ...     writer.add_video("bar", frames, 0, fps=8)
     """
+    if on_device(vid_tensor):  # a jax.Array, a CUDA tensor: converted on the writer's side
+        defer_call(
+            writer, "image", tag, vid_tensor, global_step, walltime,
+            lambda w, host: add_video(w, tag, host, global_step, fps, walltime),
+        )  # fmt: skip
+        return
     try:
         frames = video_frames(vid_tensor)
     except TypeError:

@@ -9,32 +9,10 @@ from typing import Any
 
 import numpy as np
 from tallyboard import get_registry
-from tallyboard.values import (
-    check_int,
-    check_tag,
-    defer_device,
-    emit_pending,
-    on_device,
-    to_array,
-)
+from tallyboard.values import check_int, check_tag, defer_call, on_device, to_array
 
 #: The number of equal-width buckets of a histogram when none is given (TensorFlow's, CLU's).
 DEFAULT_BUCKETS = 30
-
-
-class _Capture:
-    """Stands in for the writer while a kind's method turns host values into its payload."""
-
-    __slots__ = ("kind", "payload")
-
-    def __init__(self) -> None:
-        self.kind = ""
-        self.payload: Any = None
-
-    def emit(
-        self, kind: str, tag: Any, payload: Any, global_step: Any = None, walltime: Any = None
-    ) -> None:
-        self.kind, self.payload = kind, payload
 
 
 def call(
@@ -55,14 +33,22 @@ def call(
         return
     kind, fn = get_registry().methods[method]
 
-    def make(host: np.ndarray) -> Any:
-        capture = _Capture()
-        args = (host, step) if arguments is None else arguments(host)
-        fn(capture, tag, *args, **kwargs)
-        return capture.payload
+    def run(target: Any, host: np.ndarray) -> None:
+        fn(target, tag, *((host, step) if arguments is None else arguments(host)), **kwargs)
 
-    (pending,) = defer_device(make, [value])
-    emit_pending(writer, kind.name, tag, pending, step, None)
+    defer_call(writer, kind.name, tag, value, step, None, run)
+
+
+def sample(
+    i: int, step: Any, pick: Callable[[Any, int], Any] | None = None, *extra: Any
+) -> Callable[[Any], tuple[Any, ...]]:
+    """``arguments`` for :func:`call`: sample ``i`` of a batch (``pick(batch, i)``, else
+    ``batch[i]``), then ``step`` and ``extra``; the batch is sliced on the host."""
+
+    def arguments(batch: Any) -> tuple[Any, ...]:
+        return (batch[i] if pick is None else pick(batch, i), step, *extra)
+
+    return arguments
 
 
 def leaves(name: str, value: Any) -> Iterator[tuple[str, Any]]:

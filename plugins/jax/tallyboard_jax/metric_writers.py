@@ -16,7 +16,14 @@ from typing import Any
 
 import numpy as np
 from tallyboard import SummaryWriter
-from tallyboard.values import check_int, check_step, check_text, defer_float, on_device
+from tallyboard.values import (
+    check_int,
+    check_step,
+    check_text,
+    defer_float,
+    emit_pending,
+    on_device,
+)
 
 from . import deferred
 
@@ -95,7 +102,7 @@ class MetricWriter:
         for key, value in items:
             if on_device(value):
                 pending = defer_float(value, f"scalars[{key!r}]", self._logged(step, key))
-                deferred.emit_pending(writer or _Nowhere(), "scalar", key, pending, step, None)
+                emit_pending(writer or _Nowhere(), "scalar", key, pending, step, None)
             else:
                 if self._log:
                     self._info(step, "%s", _shown(key, value))
@@ -135,7 +142,7 @@ class MetricWriter:
             for i, tag in enumerate(deferred.samples(key, shape[0], "image")):
                 deferred.call(
                     self._writer, "add_image", tag, value, step,
-                    lambda host, i=i: (host[i], step), dataformats="HWC",
+                    deferred.sample(i, step), dataformats="HWC",
                 )  # fmt: skip
 
     def write_videos(self, step: int, videos: Mapping[str, Any]) -> None:
@@ -157,7 +164,7 @@ class MetricWriter:
             for i, tag in enumerate(deferred.samples(key, count, "video")):
                 deferred.call(
                     self._writer, "add_video", tag, value, step,
-                    lambda host, i=i: (_frames(host, i), step),
+                    deferred.sample(i, step, _frames),
                 )  # fmt: skip
 
     def write_audios(self, step: int, audios: Mapping[str, Any], *, sample_rate: int) -> None:
@@ -176,7 +183,7 @@ class MetricWriter:
                 for i, tag in enumerate(deferred.samples(key, shape[0], "audio")):
                     deferred.call(
                         self._writer, "add_audio", tag, value, step,
-                        lambda host, i=i: (host[i], step), sample_rate=rate,
+                        deferred.sample(i, step), sample_rate=rate,
                     )  # fmt: skip
 
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
@@ -285,7 +292,8 @@ def create_default_writer(
 def write_values(writer: MetricWriter, step: int, metrics: Mapping[str, Any]) -> None:
     """CLU's ``write_values`` for plain values: numbers and one-element arrays go to
     :meth:`MetricWriter.write_scalars`, other arrays to ``write_histograms``."""
-    scalars, arrays = {}, {}
+    scalars: dict[str, Any] = {}
+    arrays: dict[str, Any] = {}
     for key, value in _mapping(metrics, "metrics"):
         size = getattr(value, "size", 1)
         (scalars if size <= 1 else arrays)[key] = value

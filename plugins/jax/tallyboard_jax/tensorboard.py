@@ -77,7 +77,7 @@ class SummaryWriter:
         for i, name in enumerate(deferred.samples(tag, count, "image")):
             deferred.call(
                 self._writer, "add_image", name, image, step,
-                lambda host, i=i: (_rgb(host, i), step), dataformats="HWC",
+                deferred.sample(i, step, _rgb), dataformats="HWC",
             )  # fmt: skip
 
     def audio(
@@ -96,7 +96,7 @@ class SummaryWriter:
         for i, name in enumerate(deferred.samples(tag, count, "audio")):
             deferred.call(
                 self._writer, "add_audio", name, data, step,
-                lambda host, i=i: (np.clip(host[i].astype(np.float32), -1, 1), step, sample_rate),
+                deferred.sample(i, step, _clipped, sample_rate),
             )  # fmt: skip
 
     def histogram(self, tag: str, values: Any, step: int, bins: int | None = None) -> None:
@@ -124,6 +124,11 @@ class SummaryWriter:
         """Save hyper-parameters into this run, flattened as Flax flattens them (nested keys
         joined with ``.``; values other than numbers, str and bool as their str)."""
         self._writer.add_hparams(dict(_flatten(hparams)), {}, own_run=True)
+
+
+def _clipped(clips: np.ndarray, i: int) -> np.ndarray:
+    """Clip ``i`` of ``[N, frames, channels]`` with its amplitudes clipped to [-1, 1]."""
+    return np.clip(clips[i].astype(np.float32), -1, 1)
 
 
 def _rgb(image: np.ndarray, i: int) -> np.ndarray:

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from tallyboard.values import check_utf8_array, raise_if_swapped, to_array
+from tallyboard.values import (
+    check_utf8_array,
+    defer_call,
+    on_device,
+    raise_if_swapped,
+    to_array,
+)
 
 #: protobuf messages cannot exceed 2 GiB (torch raises the same way)
 MAX_BYTES = 1 << 31
@@ -83,6 +89,12 @@ def add_tensor(
         >>> with SummaryWriter("runs/tensor") as writer:
         ...     writer.add_tensor("confusion", np.array([[50, 2], [3, 45]], dtype=np.int64), 0)
     """
+    if on_device(tensor):  # a jax.Array, a CUDA tensor: converted on the writer's side
+        defer_call(
+            writer, "tensor", tag, tensor, global_step, walltime,
+            lambda w, host: add_tensor(w, tag, host, global_step, walltime),
+        )  # fmt: skip
+        return
     try:
         arr = to_tensor(tensor, "tensor")
     except TypeError:
