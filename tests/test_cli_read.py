@@ -318,7 +318,7 @@ def test_ls_reads_a_run_with_a_csv_mirror_once_and_from_picks_the_format(tmp_pat
     assert out.returncode == 0, out.stderr
     (row,) = json.loads(out.stdout)
     assert (row["run"], row["tag"], row["count"]) == ("run", "loss", 5)
-    assert "also holds csv files" in out.stderr and "--from csv" in out.stderr
+    assert "note:" not in out.stderr  # the mirror tallyboard was asked to write: no surprise
     csv_only = pb("ls", str(tmp_path), "--json", "--from", "csv")
     assert [r["count"] for r in json.loads(csv_only.stdout)] == [5]
     assert "also holds" not in csv_only.stderr
@@ -326,3 +326,24 @@ def test_ls_reads_a_run_with_a_csv_mirror_once_and_from_picks_the_format(tmp_pat
     assert [r["count"] for r in json.loads(both.stdout)] == [10]
     bad = pb("ls", str(tmp_path), "--from", "nope")
     assert bad.returncode == 1 and "unknown format" in bad.stderr
+
+
+def test_a_mirror_tallyboard_did_not_write_is_noted_once_per_command(tmp_path: Path) -> None:
+    from tensorboardX import SummaryWriter as TbxWriter
+
+    for run in ("a", "b"):  # another writer's event files, with csv files copied beside them
+        with SummaryWriter(str(tmp_path / "made" / run), sinks=["csv"]) as w:
+            w.add_scalar("loss", 0.5, 0)
+        with TbxWriter(str(tmp_path / "runs" / run)) as tbx:
+            tbx.add_scalar("loss", 0.5, 0)
+        for f in (tmp_path / "made" / run).iterdir():
+            (tmp_path / "runs" / run / f.name).write_bytes(f.read_bytes())
+    ls = pb("ls", str(tmp_path / "runs"))
+    export = pb("export", str(tmp_path / "runs"), "-o", str(tmp_path / "out.csv"))
+    for out in (ls, export):
+        assert out.returncode == 0, out.stderr
+        notes = [ln for ln in out.stderr.splitlines() if ln.startswith("note:")]
+        assert notes == [
+            "note: runs 'a', 'b' also hold csv files with the same values; not read"
+            " (--from csv reads them)"
+        ], out.stderr

@@ -70,3 +70,32 @@ def resolve_inside(base: str, rel: str, arg: str) -> str:
             f"{arg} {rel!r} leads outside the log dir {base!r} through a symlink (to {real!r})"
         )
     return path
+
+
+def check_log_dir(log_dir: str | os.PathLike[str], arg: str = "log_dir") -> None:
+    """Refuse a local log dir that is a file, or lies under one, before anything is written.
+
+    Every face calls this where it takes its log dir, so each says the same thing (a missing
+    directory is fine: the writer creates it). URLs are left to their store.
+
+    Raises:
+        NotADirectoryError: ``log_dir``, or a folder on the way to it, is a file (or anything
+            else that is not a directory).
+    """
+    path = os.fspath(log_dir)
+    if is_url(path):
+        return
+    probe = os.path.abspath(path)
+    while not os.path.isdir(probe):
+        if os.path.lexists(probe):
+            where = (
+                "is a file" if probe == os.path.abspath(path) else f"lies under the file {probe!r}"
+            )
+            raise NotADirectoryError(
+                f"{arg} {path!r} {where}, not a directory: give the path of a directory for the"
+                " run (one that does not exist yet is created)"
+            )
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return
+        probe = parent

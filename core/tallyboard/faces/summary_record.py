@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tallyboard import paths
 from tallyboard.faces import mindspore_operators, ops
 from tallyboard.faces.hints import add_value_order
 from tallyboard.faces.mindspore_values import is_tensor_type as _is_ms_tensor_type
@@ -125,6 +126,7 @@ def _make_dir(log_dir: Any, arg: str = "log_dir") -> str:
                 f"The path({path}) is a file path, it should be a directory path."
             )
         return path
+    paths.check_log_dir(path, arg)  # a file on the way to it
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
     except PermissionError:

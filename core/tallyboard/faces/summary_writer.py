@@ -300,6 +300,7 @@ class SummaryWriter(WriterMethods):
         self._children: dict[str, SummaryWriter] = {}
         self._closed = True
         if plan.writes:
+            paths.check_log_dir(self._dir)
             self._open()
         self._route_emit()
         _live_writers.add(self)

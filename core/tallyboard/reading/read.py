@@ -107,6 +107,8 @@ def read(
     wanted_tag = None if tag_globs is None else matcher(tag_globs)
     run_reader = RunReader(logdir, formats, kind, runs=names_or_globs(runs, "runs"), keep=False)
     run_reader.refresh()
+    if not run_reader.paths():
+        _warn_no_runs(logdir, runs, formats)
     bar = Progress(len(run_reader.paths()), "read", show=progress)
     return read_listed(run_reader, kind, table, wanted_tag, workers, bar, logdir)
 
@@ -153,6 +155,20 @@ def read_listed(
     if scalars is not None:
         return scalars.table(table)
     return build_table(batches, kind, table, wanted_tag)
+
+
+def _warn_no_runs(logdir: Any, runs: Any, formats: Any) -> None:
+    """Say that ``logdir`` holds no run to read (a mistyped path reads as an empty table)."""
+    which = "".join(
+        f" {name}={value!r}" for name, value in (("runs", runs), ("formats", formats)) if value
+    )
+    warn(
+        f"tallyboard.read: no runs under {os.fspath(logdir)!r}"
+        + (f" match{which}" if which else "")
+        + ": no folder there holds files of a format tallyboard reads"
+        f" ({', '.join(sorted(get_registry().readers))}); `tallyboard ls` lists what is there",
+        ReadWarning,
+    )
 
 
 def build_table(
