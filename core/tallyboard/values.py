@@ -385,9 +385,13 @@ def _start_torch_cuda(value: Any) -> _HostCopy:
     return _HostCopy(host, host.numel() * host.element_size(), event)
 
 
-def defer_device(make: Callable[[np.ndarray], Any], values: Sequence[Any]) -> list[Pending]:
+def defer_device(
+    make: Callable[[np.ndarray], Any] | Sequence[Callable[[np.ndarray], Any]],
+    values: Sequence[Any],
+) -> list[Pending]:
     """Start the host copies of device ``values`` and return one :class:`Pending` each, whose
-    ``result()`` is ``make(np.asarray(value))``: the same array ``np.asarray`` gives.
+    ``result()`` is ``make(np.asarray(value))`` (``make`` may be a list, one per value):
+    the host array is the same array ``np.asarray`` gives.
 
     The call returns without waiting for the device. Each value is first copied on its device
     (jax: one ``device_put`` for all), so deleting or donating the original afterwards loses
@@ -400,13 +404,14 @@ def defer_device(make: Callable[[np.ndarray], Any], values: Sequence[Any]) -> li
     """
     jax_values = [v for v in values if not type(v).__module__.startswith("torch")]
     jax_copies = iter(_start_jax(jax_values)) if jax_values else iter(())
+    makes = [make] * len(values) if callable(make) else list(make)
     out = []
-    for value in values:
+    for value, maker in zip(values, makes, strict=True):
         if type(value).__module__.startswith("torch"):
             copy = _start_torch_cuda(value)
         else:
             copy = next(jax_copies)
-        pending = Pending(make, copy)
+        pending = Pending(maker, copy)
         _pending.append(pending)
         out.append(pending)
     _make_room()
@@ -424,22 +429,35 @@ def defer_float(
         ValueError: ``value`` holds more or fewer than one element.
         TypeError: ``value`` is not real (complex, bool is fine as for to_float).
     """
-    if type(value).__module__.startswith("torch"):
-        size, real = value.numel(), not value.is_complex()
-    else:
-        dtype = np.dtype(value.dtype)
-        size, real = int(value.size), dtype.kind in "biuf" or "float" in dtype.name
-    if size != 1:
-        raise ValueError(f"{arg} must hold exactly one element, got shape {tuple(value.shape)}")
-    if not real:
-        raise TypeError(f"{arg} must be a real number, got dtype {value.dtype}")
+    return defer_floats([(value, arg, wrap)])[0]
 
+
+def defer_floats(
+    items: Sequence[tuple[Any, str, Callable[[float], Any] | None]],
+) -> list[Pending]:
+    """:func:`defer_float` of several ``(value, arg, wrap)`` at once: one copy on the device
+    for all of them (a step's metrics cost one dispatch)."""
+    makes = []
+    for value, arg, wrap in items:
+        if type(value).__module__.startswith("torch"):
+            size, real = value.numel(), not value.is_complex()
+        else:
+            dtype = np.dtype(value.dtype)
+            size, real = int(value.size), dtype.kind in "biuf" or "float" in dtype.name
+        if size != 1:
+            raise ValueError(f"{arg} must hold exactly one element, got shape {tuple(value.shape)}")
+        if not real:
+            raise TypeError(f"{arg} must be a real number, got dtype {value.dtype}")
+        makes.append(_number_maker(wrap))
+    return defer_device(makes, [value for value, _, _ in items])
+
+
+def _number_maker(wrap: Callable[[float], Any] | None) -> Callable[[np.ndarray], Any]:
     def make(host: np.ndarray) -> Any:
         number = float(host.reshape(()).astype(np.float64))
         return number if wrap is None else wrap(number)
 
-    (pending,) = defer_device(make, [value])
-    return pending
+    return make
 
 
 def emit_pending(

@@ -162,6 +162,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "on_device",
         "defer_device",
         "defer_float",
+        "defer_floats",
         "emit_pending",
         "defer_call",
         "Pending",

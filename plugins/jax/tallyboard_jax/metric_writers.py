@@ -20,7 +20,7 @@ from tallyboard.values import (
     check_int,
     check_step,
     check_text,
-    defer_float,
+    defer_floats,
     emit_pending,
     on_device,
 )
@@ -99,10 +99,14 @@ class MetricWriter:
         step = _step(step)
         items = _mapping(scalars, "scalars")
         writer = self._writer
+        devices = [(k, v) for k, v in items if on_device(v)]
+        if devices:  # one copy on the device for all of them
+            pendings = defer_floats(
+                [(v, f"scalars[{k!r}]", self._logged(step, k)) for k, v in devices]
+            )
         for key, value in items:
             if on_device(value):
-                pending = defer_float(value, f"scalars[{key!r}]", self._logged(step, key))
-                emit_pending(writer or _Nowhere(), "scalar", key, pending, step, None)
+                emit_pending(writer or _Nowhere(), "scalar", key, pendings.pop(0), step, None)
             else:
                 if self._log:
                     self._info(step, "%s", _shown(key, value))
