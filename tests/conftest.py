@@ -41,6 +41,7 @@ ONE_WORKER_MODULES = {
     "test_lightning_parity",
     "test_optuna",
     "test_packaging",
+    "test_quantiles_example",
     "test_raytune",
     "test_transformers_parity",
     "test_world_fixtures",
