@@ -189,3 +189,22 @@ def test_a_damaged_train_lineage_is_reported_and_the_rest_is_read(tmp_path: Path
         warnings.simplefilter("ignore", ReadWarning)
         (data,) = tallyboard.read(str(tmp_path), kind="custom_lineage_data")["data"]
     assert UserDefinedInfo.FromString(data).map_int32["k"] == 3
+
+
+def test_custom_lineage_converts_to_a_text_table(tmp_path: Path) -> None:
+    custom = UserDefinedInfo()
+    custom.user_info.add().map_str["note"] = "first"
+    custom.user_info.add().map_int32["width"] = 3
+    with SummaryRecord(str(tmp_path / "ms")) as record:
+        record.add_value("custom_lineage_data", "custom", custom)
+        record.record(1)
+    summary = tallyboard.convert(str(tmp_path / "ms"), str(tmp_path / "tb"), to="tfevents")
+    assert summary.converted == {"custom_lineage_data": 1}, summary.not_converted_line()
+    acc = _accumulator(tmp_path / "tb")
+    (text,) = acc.Tensors("lineage/custom")
+    assert text.tensor_proto.string_val[0].decode().splitlines() == [
+        "| custom lineage | value |",
+        "|---|---|",
+        "| note | first |",
+        "| width | 3.0 |",
+    ]

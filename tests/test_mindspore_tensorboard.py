@@ -254,6 +254,10 @@ def test_lineage_converts_to_hparams_and_metrics(
             "custom/width": float(custom["width"]),
             "custom/scale": custom["scale"],
         }
+        (text,) = acc.Tensors("lineage/custom")
+        assert acc.SummaryMetadata("lineage/custom").plugin_data.plugin_name == "text"
+        table = text.tensor_proto.string_val[0].decode()
+        assert f"| note | {custom['note']} |" in table and f"| scale | {custom['scale']} |" in table
         (loss,) = acc.Tensors("lineage/loss")
         assert 0 < float(np.asarray(loss.tensor_proto.float_val)[0]) < 5
         evaluation = _accumulator(converted[mode] / side / "eval")

@@ -90,6 +90,7 @@ def register_encoders(register: Any) -> None:
     register("dataset_graph", TFEVENTS, tb.encode_dataset_graph)
     register("train_lineage", TFEVENTS, tb.encode_train_lineage)
     register("eval_lineage", TFEVENTS, tb.encode_eval_lineage)
+    register("custom_lineage_data", TFEVENTS, tb.encode_custom_lineage)
 
 
 def open_reader(fs: Any, path: str, decoders: dict[str, Any]) -> Any:

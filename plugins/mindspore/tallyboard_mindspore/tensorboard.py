@@ -9,7 +9,8 @@ of ``SummaryRecord(tensorboard=True)``:
   ``graph_run_metadata_graph`` summary, as ``tf.summary.trace_export`` writes one);
 - ``train_lineage``: the final loss as the scalar ``lineage/loss``;
 - ``eval_lineage``: each number of its metrics as the scalar ``lineage/metric/<name>`` and the
-  evaluation dataset's size as ``lineage/valid_dataset_size``.
+  evaluation dataset's size as ``lineage/valid_dataset_size``;
+- ``custom_lineage_data``: its values as a table in TEXT, tagged ``lineage/custom``.
 
 The HPARAMS dashboard's hyper-parameters come from the run's lineage file as a whole (train and
 custom lineage together): :mod:`tallyboard_mindspore.hparams`.
@@ -25,6 +26,7 @@ LOSS_TAG = "lineage/loss"
 METRIC_PREFIX = "lineage/metric/"
 VALID_SIZE_TAG = "lineage/valid_dataset_size"
 DATASET_GRAPH_TAG = "dataset_graph"
+CUSTOM_TAG = "lineage/custom"
 #: TensorBoard's plugin name (and content) of a summary holding a RunMetadata with graphs.
 RUN_METADATA_GRAPH = "graph_run_metadata_graph"
 
@@ -106,3 +108,21 @@ def encode_eval_lineage(tag: str, step: int | None, wall_time: float, message: b
     if lineage.valid_dataset.HasField("valid_dataset_size"):
         values[VALID_SIZE_TAG] = float(lineage.valid_dataset.valid_dataset_size)
     return _scalars(step, wall_time, values)
+
+
+def encode_custom_lineage(tag: str, step: int | None, wall_time: float, message: bytes) -> bytes:
+    """A ``UserDefinedInfo`` as a Markdown table of its values (TEXT, ``lineage/custom``); the
+    same values are hyper-parameters (``custom/<key>``) of the run on HPARAMS."""
+    from tallyboard_tfevents.encoding import summary_event
+    from tallyboard_tfevents.proto import DT_STRING, SummaryValue, TensorProto, metadata
+
+    from .hparams import CUSTOM_PREFIX, custom_hparams
+
+    rows = [
+        f"| {key[len(CUSTOM_PREFIX) :]} | {value} |"
+        for key, value in custom_hparams(message).items()
+    ]
+    table = "\n".join(["| custom lineage | value |", "|---|---|", *rows])
+    tensor = TensorProto(dtype=DT_STRING, string_val=[table.encode("utf-8")])
+    value = SummaryValue(tag=CUSTOM_TAG, metadata=metadata("text"), tensor=tensor)
+    return summary_event(step, wall_time, [value])
