@@ -36,6 +36,7 @@ ONE_WORKER_MODULES = {
     "test_docs_site",
     "test_engine_dask",
     "test_engine_ray",
+    "test_flax_browser",
     "test_keras_callback",
     "test_keras_parity",
     "test_lightning_parity",
