@@ -38,7 +38,7 @@ def _graph(acc: Any) -> dict[str, Any]:
 
 def _model_bytes() -> bytes:
     """A ModelProto whose graph has a parameter, a constant, two operations of one full name,
-    one without a full name, and a control edge."""
+    one without a full name, a control edge and an input it does not define."""
     g = messages()["anf.GraphProto"]()
     g.parameters.add(name="w").type.tensor_type.shape.dim.add(size=3)
     c = g.const_vals.add(key="cst1")
@@ -57,6 +57,7 @@ def _model_bytes() -> bytes:
     d = g.node.add(name="3", op_type="Depend", scope="Default")
     d.input.add(name="2")
     d.input.add(name="1", type=1)  # a control edge
+    d.input.add(name="other")  # a node of another graph
     return field_bytes(4, g.SerializeToString())
 
 
@@ -75,6 +76,7 @@ def test_a_network_graph_converts_with_unique_names_control_edges_and_constants(
         "Default/net-Net/Mul-op0_1",
         "Default/net-Net/cst1",
         "Default/net-Net/w",
+        "Default/other",
     ]
     assert list(nodes["Default/net-Net/Mul-op0"].input) == [
         "Default/net-Net/w",
@@ -87,6 +89,7 @@ def test_a_network_graph_converts_with_unique_names_control_edges_and_constants(
     assert nodes["Default/net-Net/cst1"].attr["value"].s == b"7"
     assert nodes["Default/net-Net/Mul-op0"].attr["pad"].s == b"(1,)"
     assert nodes["Default/net-Net/w"].op == "Parameter"
+    assert nodes["Default/other"].op == "Input"
     assert [
         d.size for d in nodes["Default/net-Net/w"].attr["_output_shapes"].list.shape[0].dim
     ] == [3]

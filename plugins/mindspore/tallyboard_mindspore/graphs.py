@@ -8,7 +8,8 @@ Conv2D-op0``), so the scopes of the network's Cells fold as groups; its op type;
 control edge as ``^name``); its attributes as text; its output shapes in ``_output_shapes`` and
 its output type in ``dtype``. Parameters and constants become ``Parameter`` and ``Const`` nodes
 in the scope of the first operation that reads them (each a parameter's shape, a constant's
-value). :func:`dataset_graph_def` gives one node per pipeline operation (``GeneratorDataset``,
+value); an input the graph does not define (another graph's node) becomes an ``Input`` node
+there. :func:`dataset_graph_def` gives one node per pipeline operation (``GeneratorDataset``,
 ``Batch``, ...), each reading its children, with its parameters, operations and sampler as
 attributes. Field numbers are those of MindSpore 2.10's ``anf_ir.proto`` (``lineage.proto``'s
 are the lineage kinds', :mod:`tallyboard_lineage.messages`) and of TensorBoard's
@@ -212,11 +213,7 @@ def anf_graph_def(graph_proto: bytes) -> bytes:
     placed: dict[str, str] = {}
     for node in g.node:
         for i in node.input:
-            if (
-                i.name not in names
-                and i.name not in placed
-                and (i.name in params or i.name in consts)
-            ):
+            if i.name not in names and i.name not in placed:
                 scope = _scope_of(names[node.name])
                 placed[i.name] = out.unique(f"{scope}/{i.name}" if scope else i.name)
     for name in [*params, *consts]:  # read by no operation
@@ -227,6 +224,9 @@ def anf_graph_def(graph_proto: bytes) -> bytes:
         out.shapes(leaf, param.type)
     for name, value in consts.items():
         out.node(placed[name], "Const", [], {"value": value_text(value), "name": name})
+    for name, where in placed.items():  # inputs the graph does not define
+        if name not in params and name not in consts:
+            out.node(where, "Input", [], {"name": name})
     for node in g.node:
         inputs = []
         for i in node.input:
