@@ -85,6 +85,7 @@ def test_a_network_graph_converts_with_unique_names_control_edges_and_constants(
     assert list(nodes["Default/Depend-3"].input) == [
         "Default/net-Net/Mul-op0_1",
         "^Default/net-Net/Mul-op0",
+        "Default/other",
     ]
     assert nodes["Default/net-Net/cst1"].attr["value"].s == b"7"
     assert nodes["Default/net-Net/Mul-op0"].attr["pad"].s == b"(1,)"
