@@ -97,5 +97,6 @@ def test_subcommand_help_shows_defaults_from_the_console():
     )
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "--runs RUN [RUN ...] keep only these runs (default: every run)" in text
+    assert "--runs RUN keep this run: a name (its path under the log dir) or a glob" in text
+    assert "repeat the option for more (default: every run)" in text
     assert "logdir log directory: a local path or an fsspec URL" in text

@@ -113,7 +113,7 @@ def test_ls_shows_each_rows_own_last_update_and_steps_when_runs_share_them(
 @pytest.mark.parametrize("suffix", ["csv", "parquet", "jsonl"])
 def test_export_reads_back_the_values_written(logdir: Path, tmp_path: Path, suffix: str) -> None:
     out_path = tmp_path / f"out.{suffix}"
-    out = pb("export", str(logdir), "-o", str(out_path), "--runs", "seed0", "seed2")
+    out = pb("export", str(logdir), "-o", str(out_path), "--runs", "seed0", "--runs", "seed2")
     assert out.returncode == 0, out.stderr
     df = {
         "csv": pd.read_csv,
@@ -322,7 +322,7 @@ def test_ls_reads_a_run_with_a_csv_mirror_once_and_from_picks_the_format(tmp_pat
     csv_only = pb("ls", str(tmp_path), "--json", "--from", "csv")
     assert [r["count"] for r in json.loads(csv_only.stdout)] == [5]
     assert "also holds" not in csv_only.stderr
-    both = pb("ls", str(tmp_path), "--json", "--from", "csv", "tfevents")
+    both = pb("ls", str(tmp_path), "--json", "--from", "csv", "--from", "tfevents")
     assert [r["count"] for r in json.loads(both.stdout)] == [10]
     bad = pb("ls", str(tmp_path), "--from", "nope")
     assert bad.returncode == 1 and "unknown format" in bad.stderr
@@ -347,3 +347,65 @@ def test_a_mirror_tallyboard_did_not_write_is_noted_once_per_command(tmp_path: P
             "note: runs 'a', 'b' also hold csv files with the same values; not read"
             " (--from csv reads them)"
         ], out.stderr
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """``tallyboard ARGS`` in this process: its exit status and what it wrote to stderr."""
+    from tallyboard.cli import main
+
+    status = main(list(args))
+    return status, capsys.readouterr().err
+
+
+def test_export_selects_tags_and_runs_by_glob_as_read_does(
+    logdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tallyboard
+
+    out = tmp_path / "x.csv"
+    status, err = cli(capsys, "export", str(logdir), "-o", str(out), "--tags", "l*",
+                      "--runs", "seed[02]")  # fmt: skip
+    assert status == 0, err
+    got = pd.read_csv(out).sort_values(["run", "step"], ignore_index=True)
+    want = tallyboard.read(logdir, tags="l*", runs="seed[02]").astype({"run": str, "tag": str})
+    want = want.sort_values(["run", "step"], ignore_index=True)
+    assert len(got) == 40 and set(got["tag"]) == {"loss"} and set(got["run"]) == {"seed0", "seed2"}
+    pd.testing.assert_frame_equal(got[["run", "tag", "step", "value"]],
+                                  want[["run", "tag", "step", "value"]], check_dtype=False)  # fmt: skip
+
+
+def test_export_of_no_value_is_an_error_naming_the_closest_tags_and_writes_nothing(
+    logdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "x.parquet"
+    status, err = cli(capsys, "export", str(logdir), "-o", str(out), "--tags", "los")
+    assert status == 1
+    assert err.startswith("tallyboard export: --tags los matches none of the 2 scalar tags in the")
+    assert "3 runs read" in err and "closest: loss, acc; nothing written" in err
+    assert list(tmp_path.iterdir()) == [logdir]  # neither the output nor its .partial
+    status, err = cli(capsys, "export", str(logdir), "-o", str(out), "--kind", "image")
+    assert status == 1 and "no image values in the 3 runs read" in err
+    status, err = cli(capsys, "export", str(logdir), "-o", str(out), "--runs", "sed1")
+    assert status == 1
+    assert "--runs sed1 matches no run under" in err and "runs there: seed1, seed" in err
+    assert sorted(err.split("runs there: ")[1].split(";")[0].split(", ")) == [
+        "seed0",
+        "seed1",
+        "seed2",
+    ]
+    assert list(tmp_path.iterdir()) == [logdir]
+    status, err = cli(capsys, "export", str(logdir), "-o", str(out), "--tags", "loss")
+    assert status == 0 and "wrote 60 scalars" in err  # the retry needs no --force
+
+
+def test_export_options_before_the_log_dir_take_one_value_each(
+    logdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "x.csv"
+    status, err = cli(capsys, "export", "--runs", "seed1", "--tags", "acc", str(logdir),
+                      "-o", str(out))  # fmt: skip
+    assert status == 0, err
+    assert len(pd.read_csv(out)) == 20
+    with pytest.raises(SystemExit) as stop:  # a second word after --runs is no run name
+        cli(capsys, "export", str(logdir), "--runs", "seed1", "seed2", "-o", str(out), "--force")
+    assert stop.value.code == 2 and "unrecognized arguments: seed2" in capsys.readouterr().err

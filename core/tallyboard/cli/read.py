@@ -18,7 +18,7 @@ from tallyboard.extras import require
 from tallyboard.plugin.readers import Batch
 from tallyboard.reading import undecoded
 from tallyboard.reading.listing import SCALAR, list_tree
-from tallyboard.reading.runs import RunReader
+from tallyboard.reading.runs import RunReader, matcher, names_or_globs
 
 EXPORT_FORMATS = ("csv", "parquet", "jsonl")
 
@@ -28,10 +28,13 @@ class CliError(Exception):
 
 
 def _reader(
-    logdir: str, formats: Sequence[str] | None = None, kind: str | None = None
+    logdir: str,
+    formats: Sequence[str] | None = None,
+    kind: str | None = None,
+    runs: Sequence[str] | None = None,
 ) -> RunReader:
     try:
-        return RunReader(logdir, formats, kind)
+        return RunReader(logdir, formats, kind, runs=runs)
     except (TypeError, ValueError) as e:
         raise CliError(str(e)) from None
 
@@ -56,7 +59,7 @@ def _note_skipped(reader: RunReader) -> None:
         )
         line = (
             f"note: run{'s' if len(runs) > 1 else ''} {shown} also hold{'' if len(runs) > 1 else 's'}"
-            f" {', '.join(names)} files with the same values; not read (--from {' '.join(names)}"
+            f" {', '.join(names)} files with the same values; not read (--from {' --from '.join(names)}"
             " reads them)"
         )
         if line not in _noted:
@@ -127,10 +130,11 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def iter_file_batches(
-    logdir: str, formats: Sequence[str] | None = None
+    logdir: str, formats: Sequence[str] | None = None, runs: Sequence[str] | None = None
 ) -> Iterator[tuple[str, Batch]]:
-    """``(run, batch)`` one file at a time, so only one file's records are held at once."""
-    reader = _reader(logdir, formats)
+    """``(run, batch)`` one file at a time, so only one file's records are held at once (of
+    the runs ``runs`` names or globs match, when given)."""
+    reader = _reader(logdir, formats, None, runs)
     for run, file_reader in reader.discover():
         yield run, file_reader.read_new()
     _note_skipped(reader)
@@ -277,21 +281,42 @@ SCALAR_COLUMNS = ("run", "tag", "step", "wall_time", "value")
 ROW_COLUMNS = ("run", "tag", "step", "wall_time")
 
 
-def _scalar_records(run: str, b: Batch, tags: set[str] | None) -> list[tuple[Any, ...]]:
+class TagFilter:
+    """The tags ``--tags`` keeps (names or globs, matched as :func:`tallyboard.read` matches
+    them), each tag's answer kept; and every tag it was asked about, to say what exists when
+    it kept none."""
+
+    def __init__(self, tags: Sequence[str] | None) -> None:
+        self.asked = names_or_globs(tags, "tags") if tags else None
+        self._match = matcher(self.asked)
+        self.seen: dict[str, bool] = {}
+
+    def __call__(self, tag: str) -> bool:
+        keep = self.seen.get(tag)
+        if keep is None:
+            keep = self.seen[tag] = self.asked is None or self._match(tag)
+        return keep
+
+    def keep(self, tags: Iterable[str]) -> list[bool]:
+        seen, match = self.seen, self
+        return [seen[t] if t in seen else match(t) for t in tags]
+
+
+def _scalar_records(run: str, b: Batch, tags: TagFilter) -> list[tuple[Any, ...]]:
     tag, step, wall, value = b.scalars()
-    if tags is not None:
-        keep = [t in tags for t in tag.tolist()]
+    keep = tags.keep(tag.tolist())
+    if not all(keep):
         tag, step, wall, value = tag[keep], step[keep], wall[keep], value[keep]
     return list(zip([run] * len(tag), tag.tolist(), step.tolist(), wall.tolist(), value.tolist()))
 
 
-def _kind_rows(run: str, b: Batch, kind: Any, tags: set[str] | None) -> list[dict[str, Any]]:
+def _kind_rows(
+    run: str, b: Batch, kind: Any, tags: TagFilter | None = None
+) -> list[dict[str, Any]]:
     """The decoded rows of ``kind`` in one file, shaped by the kind's ``read_table`` (applied to
     this file's rows and batch: memory stays one file's worth)."""
     rows = [
-        {"run": run, **row}
-        for row in b.rows.get(kind.name, ())
-        if tags is None or row["tag"] in tags
+        {"run": run, **row} for row in b.rows.get(kind.name, ()) if tags is None or tags(row["tag"])
     ]
     if kind.read_table is not None and rows:
         rows = kind.read_table(rows, [(run, b)])
@@ -486,11 +511,13 @@ def cmd_export(
         raise CliError(f"--kind: {e}") from None
     if os.path.exists(out) and not force:
         raise CliError(f"{out} exists; pass --force to overwrite it")
-    run_reader = _reader(logdir, formats, kind)
+    run_reader = _reader(logdir, formats, kind, runs)
     files = run_reader.discover()
+    if not files:
+        raise CliError(_no_runs(logdir, formats, kind, runs))
     _refuse_overwriting_input(out, run_reader, files)
     _note_skipped(run_reader)
-    run_set, tag_set = (set(runs) if runs else None), (set(tags) if tags else None)
+    tag_filter = TagFilter(tags)
     tmp = out + ".partial"
     progress = _Progress(len(files))
     rows_written = 0
@@ -508,18 +535,18 @@ def cmd_export(
             for run, reader in files:
                 batch = reader.read_new()
                 progress.update()
-                if run_set is not None and run not in run_set:
-                    continue
                 if scalar:
-                    records = _scalar_records(run, batch, tag_set)
+                    records = _scalar_records(run, batch, tag_filter)
                     if records:
                         writer.write_records(records)
                     rows_written += len(records)
                 else:
-                    rows = _kind_rows(run, batch, kind_spec, tag_set)
+                    rows = _kind_rows(run, batch, kind_spec, tag_filter)
                     if rows:
                         writer.write_rows(rows)
                     rows_written += len(rows)
+            if not rows_written:
+                raise CliError(_nothing_selected(logdir, kind, tag_filter, files))
             writer.close()
         os.replace(tmp, out)
     finally:
@@ -529,6 +556,49 @@ def cmd_export(
     noun = "scalars" if scalar else f"{kind} rows"
     print(f"wrote {rows_written} {noun} to {out}", file=sys.stderr)
     return 0
+
+
+def _no_runs(
+    logdir: str, formats: Sequence[str] | None, kind: str, runs: Sequence[str] | None
+) -> str:
+    """What to say when no file of a run ``--runs`` asked for is there: the runs that are."""
+    if not runs:
+        return (
+            f"no runs under {logdir}: no folder there holds files tallyboard reads; nothing written"
+        )
+    every = _reader(logdir, formats, kind)
+    every.refresh()
+    there = sorted({run for _, run in every.paths()})
+    return (
+        f"--runs {' '.join(runs)} matches no run under {logdir}; runs there: "
+        f"{_closest(runs, there)}; nothing written"
+    )
+
+
+def _nothing_selected(logdir: str, kind: str, tags: TagFilter, files: list[Any]) -> str:
+    """What to say when the runs read hold no value of ``kind`` that ``--tags`` keeps."""
+    n_runs = len({run for run, _ in files})
+    where = f"in the {n_runs} run{'s' if n_runs > 1 else ''} read under {logdir}"
+    if not tags.seen:
+        return f"no {kind} values {where}; nothing written (--kind picks another kind)"
+    return (
+        f"--tags {' '.join(tags.asked or ())} matches none of the {len(tags.seen)} {kind} tags "
+        f"{where}; closest: {_closest(tags.asked or (), list(tags.seen))}; nothing written"
+    )
+
+
+def _closest(asked: Sequence[str], names: Sequence[str], n: int = 5) -> str:
+    """Up to ``n`` of ``names``, those closest to what was asked first."""
+    import difflib
+
+    ranked: list[str] = []
+    for want in asked:
+        for name in difflib.get_close_matches(want.replace("*", ""), names, n, 0.0):
+            if name not in ranked:
+                ranked.append(name)
+    shown = ranked[:n] or sorted(names)[:n]
+    more = len(names) - len(shown)
+    return ", ".join(shown) + (f" (and {more} more)" if more > 0 else "") if shown else "none"
 
 
 def cmd_export_dataset(
@@ -656,12 +726,9 @@ def cmd_plot(
     if os.path.lexists(out):
         probe = _reader(logdir, formats)
         _refuse_overwriting_input(out, probe, probe.discover())
-    run_set = set(runs) if runs else None
     series: dict[str, dict[int, float]] = {}
     seen: set[str] = set()
-    for run, b in iter_file_batches(logdir, formats):
-        if run_set is not None and run not in run_set:
-            continue
+    for run, b in iter_file_batches(logdir, formats, runs):
         tags, steps, _, values = b.scalars()
         seen.update(tags.tolist())
         for t, step, v in zip(tags.tolist(), steps.tolist(), values.tolist()):
@@ -718,17 +785,25 @@ def _smoothing(text: str) -> float:
 
 
 LOGDIR_HELP = "log directory: a local path or an fsspec URL (s3://bucket/runs)"
-RUNS_HELP = "keep only these runs (default: every run)"
+RUNS_HELP = (
+    "keep this run: a name (its path under the log dir) or a glob such as 'lr=0.1/*', matched"
+    " as tallyboard.read(runs=...) matches; repeat the option for more (default: every run)"
+)
+TAGS_HELP = (
+    "keep this tag: a name or a glob such as 'loss/*', matched as tallyboard.read(tags=...)"
+    " matches; repeat the option for more (default: every tag)"
+)
 
 
 def _add_from(parser: Any) -> None:
     parser.add_argument(
         "--from",
         dest="formats",
-        nargs="+",
+        action="append",
         metavar="FORMAT",
-        help="read only these formats (tfevents, mindspore, csv, jsonl, ...); by default a run "
-        "holding the same values in several formats is read in one, event files first",
+        help="read only this format (tfevents, mindspore, csv, jsonl, ...); repeat the option for "
+        "more; by default a run holding the same values in several formats is read in one, event "
+        "files first",
     )
 
 
@@ -744,13 +819,14 @@ def add_parsers(sub: Any) -> None:
     out.add_argument(
         "-o",
         "--output",
-        help="the file to write: out.csv, out.parquet or out.jsonl (this or --dataset)",
+        help="the file to write: out.csv, out.parquet or out.jsonl (this or --dataset); none "
+        "is made when no value is selected (an error naming what exists)",
     )
     out.add_argument(
         "--dataset",
         metavar="DIR",
         help="a Parquet dataset partitioned by run and kind; a later export appends only what "
-        "is new (runs and tags may be globs)",
+        "is new",
     )
     p.add_argument(
         "--on",
@@ -764,13 +840,10 @@ def add_parsers(sub: Any) -> None:
         choices=EXPORT_FORMATS,
         help="the output's format (default: from the output's suffix)",
     )
-    p.add_argument("--runs", nargs="+", metavar="RUN", help=RUNS_HELP)
-    p.add_argument(
-        "--tags",
-        nargs="+",
-        metavar="TAG",
-        help="keep only these tags (default: every tag); with --dataset, runs and tags may be globs",
-    )
+    # One value per --runs/--tags (repeated for more): a list option taking every word after it
+    # would take the log dir too (`export --runs demo runs -o x.csv`).
+    p.add_argument("--runs", action="append", metavar="RUN", help=RUNS_HELP)
+    p.add_argument("--tags", action="append", metavar="TAG", help=TAGS_HELP)
     p.add_argument(
         "--kind",
         default=SCALAR,
@@ -794,7 +867,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--band", action="store_true", help="draw the mean over runs with a min..max band"
     )
-    p.add_argument("--runs", nargs="+", metavar="RUN", help=RUNS_HELP)
+    p.add_argument("--runs", action="append", metavar="RUN", help=RUNS_HELP)
     _add_from(p)
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p = sub.add_parser("convert", help="rewrite every run in another format (tfevents, mindspore)")
