@@ -21,21 +21,24 @@ module is loaded from the installed CLU without it. Run: ``python bench/bench_ja
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import statistics
 import sys
 import time
 import types
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from common import COST_HEADER, Cost, fresh_dir
+from common import COST_HEADER, Cost, fresh_dir, median_cost
 
 QUICK = "--quick" in sys.argv
 STEPS = 60 if QUICK else 200
 REPEATS = 3
+LOOP_REPEATS = 3 if QUICK else 7
 
 
 def clu_torch_writer() -> type:
@@ -160,6 +163,25 @@ def heavy(make, convert, what: str, n: int) -> Cost:
     return Cost(time.perf_counter() - start, calls)
 
 
+def compare(table: dict, run: Any) -> dict[str, Cost]:
+    """``run(make, convert)`` for each writer, the median of REPEATS runs by end-to-end time,
+    printed with the references' ratios to tallyboard."""
+    print(f"{'writer':14s} {COST_HEADER}")
+    costs = {}
+    for name, (make, convert) in table.items():
+        costs[name] = median_cost([run(make, convert) for _ in range(REPEATS)])
+        print(f"{name:14s} {costs[name].line()}")
+    ours = costs["tallyboard"]
+    for name in ("CLU torch", "tensorboardX"):
+        them = costs[name]
+        print(
+            f"{name} / tallyboard: end to end {them.end_to_end / ours.end_to_end:.2f}x, caller "
+            f"mean {them.mean / ours.mean:.1f}x, median {them.median / ours.median:.1f}x, "
+            f"p99 {them.p99 / ours.p99:.1f}x"
+        )
+    return costs
+
+
 def main() -> None:
     step, params = mlp()
     t0 = time.perf_counter()
@@ -175,24 +197,13 @@ def main() -> None:
         scalar_latency(make, convert, step, params)
 
     print("\n## write_scalars(step, {'loss': loss}) while loss is being computed")
-    print(f"{'writer':14s} {COST_HEADER}")
-    costs = {}
-    for name, (make, convert) in table.items():
-        runs = [scalar_latency(make, convert, step, params) for _ in range(REPEATS)]
-        costs[name] = sorted(runs, key=lambda c: c.end_to_end)[REPEATS // 2]
-        print(f"{name:14s} {costs[name].line()}")
-    ours = costs["tallyboard"]
-    for name in ("CLU torch", "tensorboardX"):
-        print(
-            f"caller mean {name} / tallyboard: {costs[name].mean / ours.mean:.0f}x, median "
-            f"{costs[name].median / ours.median:.0f}x, p99 {costs[name].p99 / ours.p99:.0f}x"
-        )
+    compare(table, lambda make, convert: scalar_latency(make, convert, step, params))
 
     print("\n## loop logging loss and accuracy every step vs the same loop logging nothing")
     print(f"{'writer':14s} {'ms/step logging':>16s} {'ms/step silent':>15s} {'speed ratio':>12s}")
     for name, (make, convert) in table.items():
         ratios, logged, silent = [], [], []
-        for _ in range(REPEATS):  # interleaved, so both see the same machine load
+        for _ in range(LOOP_REPEATS):  # interleaved, so both see the same machine load
             s = loop(make, convert, step, params, log=False)
             t = loop(make, convert, step, params, log=True)
             silent.append(s)
@@ -209,18 +220,7 @@ def main() -> None:
             f"\n## write_{what}s of jax arrays ({n} calls; "
             f"{'64x64x3 floats' if what == 'image' else '100,000 values'})"
         )
-        print(f"{'writer':14s} {COST_HEADER}")
-        got = {}
-        for name, (make, convert) in table.items():
-            runs = [heavy(make, convert, what, n) for _ in range(REPEATS)]
-            got[name] = sorted(runs, key=lambda c: c.end_to_end)[REPEATS // 2]
-            print(f"{name:14s} {got[name].line()}")
-        for name in ("CLU torch", "tensorboardX"):
-            print(
-                f"end to end {name} / tallyboard: "
-                f"{got[name].end_to_end / got['tallyboard'].end_to_end:.2f}x, caller mean "
-                f"{got[name].mean / got['tallyboard'].mean:.1f}x"
-            )
+        compare(table, functools.partial(heavy, what=what, n=n))
 
 
 if __name__ == "__main__":

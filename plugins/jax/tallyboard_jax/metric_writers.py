@@ -128,67 +128,59 @@ class MetricWriter:
         """Write images of shape ``[N, H, W, C]`` or ``[H, W, C]`` (C 1, 3 or 4; floats in
         [0, 1], integers 0..255). One image takes the key as its tag; N images take
         ``<key>/image/<i>``, as TensorFlow 1 named them."""
-        step = _step(step)
-        items = _mapping(images, "images")
-        self._info(step, "Got images: %s.", {k: np.shape(v) for k, v in items})
-        for key, value in items:
-            value = _array(value)
-            shape = np.shape(value)
-            if len(shape) not in (3, 4):
-                raise ValueError(
-                    f"images[{key!r}] must have shape [N, H, W, C] or [H, W, C], got {shape}"
-                )
-            if self._writer is None:
-                continue
-            if len(shape) == 3:
-                deferred.call(self._writer, "add_image", key, value, step, dataformats="HWC")
-                continue
-            for i, tag in enumerate(deferred.samples(key, shape[0], "image")):
-                deferred.call(
-                    self._writer, "add_image", tag, value, step,
-                    deferred.sample(i, step), dataformats="HWC",
-                )  # fmt: skip
+        self._write_samples(
+            step, images, "images", ("[N, H, W, C]", "[H, W, C]"), "image", "add_image",
+            None, dataformats="HWC",
+        )  # fmt: skip
 
     def write_videos(self, step: int, videos: Mapping[str, Any]) -> None:
         """Write videos of shape ``[N, T, H, W, C]`` or ``[T, H, W, C]`` as animated GIFs (CLU's
         own writers only log them); N videos take ``<key>/video/<i>``."""
-        step = _step(step)
-        items = _mapping(videos, "videos")
-        self._info(step, "Got videos: %s.", {k: np.shape(v) for k, v in items})
-        for key, value in items:
-            value = _array(value)
-            shape = np.shape(value)
-            if len(shape) not in (4, 5):
-                raise ValueError(
-                    f"videos[{key!r}] must have shape [N, T, H, W, C] or [T, H, W, C], got {shape}"
-                )
-            if self._writer is None:
-                continue
-            count = shape[0] if len(shape) == 5 else 1
-            for i, tag in enumerate(deferred.samples(key, count, "video")):
-                deferred.call(
-                    self._writer, "add_video", tag, value, step,
-                    deferred.sample(i, step, _frames),
-                )  # fmt: skip
+        self._write_samples(
+            step, videos, "videos", ("[N, T, H, W, C]", "[T, H, W, C]"), "video", "add_video",
+            _frames,
+        )  # fmt: skip
 
     def write_audios(self, step: int, audios: Mapping[str, Any], *, sample_rate: int) -> None:
         """Write clips of shape ``[N, T, C]`` (amplitudes in [-1, 1], C 1 or 2) as 16-bit WAV;
         N clips take ``<key>/audio/<i>``."""
-        step = _step(step)
         rate = check_int(sample_rate, "sample_rate", minimum=1)
-        items = _mapping(audios, "audios")
-        self._info(step, "Got audios: %s.", {k: np.shape(v) for k, v in items})
+        self._write_samples(
+            step, audios, "audios", ("[N, T, C]",), "audio", "add_audio", None, sample_rate=rate
+        )
+
+    def _write_samples(
+        self,
+        step: int,
+        values: Mapping[str, Any],
+        arg: str,
+        shapes: tuple[str, ...],
+        kind: str,
+        method: str,
+        pick: Any,
+        **kwargs: Any,
+    ) -> None:
+        """Each value is a batch (``shapes[0]``) or one sample (``shapes[1]``): one tag per
+        sample, ``<key>/<kind>/<i>`` when a batch holds several; sample ``i`` is
+        ``pick(batch, i)`` (``batch[i]`` by default), taken on the host."""
+        step = _step(step)
+        items = _mapping(values, arg)
+        self._info(step, f"Got {arg}: %s.", {k: np.shape(v) for k, v in items})
+        batched = shapes[0].count(",") + 1
         for key, value in items:
             value = _array(value)
             shape = np.shape(value)
-            if len(shape) != 3:
-                raise ValueError(f"audios[{key!r}] must have shape [N, T, C], got {shape}")
-            if self._writer is not None:
-                for i, tag in enumerate(deferred.samples(key, shape[0], "audio")):
-                    deferred.call(
-                        self._writer, "add_audio", tag, value, step,
-                        deferred.sample(i, step), sample_rate=rate,
-                    )  # fmt: skip
+            if len(shape) not in (batched, batched - len(shapes) + 1):
+                raise ValueError(
+                    f"{arg}[{key!r}] must have shape {' or '.join(shapes)}, got {shape}"
+                )
+            if self._writer is None:
+                continue
+            count = shape[0] if len(shape) == batched else 1
+            for i, tag in enumerate(deferred.samples(key, count, kind)):
+                one = pick is None and len(shape) < batched  # a single image: as it is
+                arguments = None if one else deferred.sample(i, step, pick)
+                deferred.call(self._writer, method, tag, value, step, arguments, **kwargs)
 
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
         """Write text snippets (Markdown, as TensorBoard's TEXT tab renders it)."""
