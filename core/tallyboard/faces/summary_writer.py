@@ -635,9 +635,9 @@ class SummaryWriter(WriterMethods):
     ) -> None:
         """:meth:`emit` for a payload still on its way from a device (a ``jax.Array``, a CUDA
         tensor): the call checks tag, step and wall time (``None`` is now) and queues the
-        payload; each sink's writer thread materialises it (:meth:`Pending.result
-        <tallyboard.values.Pending.result>`) and encodes it, in the order of the calls. A
-        failure to make it is raised by a later call, as a sink's write error is.
+        payload; each sink's writer thread materialises it (``payload.result()``, see
+        ``tallyboard.values.Pending``) and encodes it, in the order of the calls. A failure to
+        make it is raised by a later call, as a sink's write error is.
 
         On a rank that writes nothing it only checks; where the tag is reduced across ranks
         (``reduce=``) the value is materialised in the call.
