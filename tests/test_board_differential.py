@@ -1,8 +1,8 @@
 """tallyboard's data provider against RustBoard, TensorBoard's own: the same answers.
 
-The same log dir (written here by torch.utils.tensorboard's SummaryWriter, tensorboardX and
-tallyboard's SummaryWriter face, plus the TF-written fixtures of ``tests/fixtures/world``) is
-served by RustBoard (the ``tensorboard_data_server`` binary of the ``tensorboard-data-server``
+The same log dir (written here by TensorBoard's own ``EventFileWriter``, torch.utils.tensorboard's
+SummaryWriter, tensorboardX and tallyboard's SummaryWriter and torch.monitor faces, plus the
+TF-written fixtures of ``tests/fixtures/world``) is served by RustBoard (the ``tensorboard_data_server`` binary of the ``tensorboard-data-server``
 package, started as ``tensorboard.data.server_ingester`` starts it, on 127.0.0.1) and by
 ``tallyboard.board.serve``. Every RPC of TensorBoard's data-provider service is asked of both
 with the same requests (no filter, run and tag filters, several downsamplings, bad requests)
@@ -216,12 +216,33 @@ def _write_tensorboardx(root: Path) -> None:
 
 
 def _write_tallyboard(root: Path) -> None:
-    from tallyboard import SummaryWriter
+    """tallyboard's faces: the SummaryWriter face, and the torch.monitor face through it."""
+    from datetime import datetime, timedelta
+
+    from tallyboard import (
+        Aggregation,
+        Event,
+        Stat,
+        SummaryWriter,
+        TensorboardEventHandler,
+        log_event,
+        register_event_handler,
+        unregister_event_handler,
+    )
 
     rng = np.random.default_rng(2)
     with SummaryWriter(root / "tally") as w:
         _write_common(w, rng)
         w.add_hparams({"lr": 0.3, "opt": "adam"}, {"hp/score": 0.25}, run_name="trial")
+    with SummaryWriter(root / "tally_monitor") as w:
+        handler = register_event_handler(TensorboardEventHandler(w))
+        try:
+            with Stat("step_time", [Aggregation.MEAN, Aggregation.MAX], timedelta(hours=1)) as st:
+                for v in (0.5, 0.25, 1.0):
+                    st.add(v)
+            log_event(Event("epoch", datetime.now(), {"loss": 0.5, "acc": 0.75}))
+        finally:
+            unregister_event_handler(handler)
 
 
 @pytest.fixture(scope="module")
@@ -576,6 +597,7 @@ def test_the_same_runs_are_listed_with_the_same_start_times_in_the_same_order(
     )
     names = {r.name for r in tally.runs}
     assert {"torch_quiet", "torch/pair_a", "world/tf2", "tally/trial", "tb", "rün ✓ 2"} <= names
+    assert "tally_monitor" in names
 
 
 LISTS = [
