@@ -368,6 +368,36 @@ def test_graphs_dashboard_draws_the_network_with_its_cell_groups(
     run_check(page, "graphs", tmp_path, body)
 
 
+def test_graphs_dashboard_draws_the_dataset_pipeline_of_a_pynative_run(
+    page: Any, served: Any, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    run = "pynative_mode/tb"
+
+    def body() -> None:
+        goto(page, served.tb.base, "graphs")
+        dash = page.locator("tf-graph-dashboard")
+        controls = dash.locator("tf-graph-controls")
+        menus = controls.locator("paper-dropdown-menu")
+        menus.first.wait_for()
+        if run not in menus.first.locator("input").input_value():
+            menus.first.click()
+            controls.locator("paper-item").filter(has_text=run).first.click()
+        tag = menus.filter(has=page.locator('input[value="dataset_graph"]'))
+        if not tag.count():  # the tag menu offers the run's tagged graphs
+            menus.nth(1).click()
+            controls.locator("paper-item").filter(has_text="dataset_graph").first.click()
+        scene = dash.locator("tf-graph-scene")
+        group = scene.locator('g.node[data-name="dataset"]')
+        wait_rendered(group, dash, "graphs dataset")
+        group.locator(".buttoncontainer").dispatch_event("click")
+        for node in ["dataset/GeneratorDataset", "dataset/Batch"]:
+            expect(scene.locator(f'g.node[data-name="{node}"]')).to_be_visible()
+
+    run_check(page, "graphs_dataset", tmp_path, body)
+
+
 def test_hparams_dashboard_compares_the_runs_lineage(
     page: Any, served: Any, tmp_path: Path
 ) -> None:
