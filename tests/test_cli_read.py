@@ -409,3 +409,18 @@ def test_export_options_before_the_log_dir_take_one_value_each(
     with pytest.raises(SystemExit) as stop:  # a second word after --runs is no run name
         cli(capsys, "export", str(logdir), "--runs", "seed1", "seed2", "-o", str(out), "--force")
     assert stop.value.code == 2 and "unrecognized arguments: seed2" in capsys.readouterr().err
+
+
+def test_ls_says_count_is_records_where_a_step_repeats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with SummaryWriter(str(tmp_path / "run")) as w:
+        for step in (0, 1, 2, 2):  # step 2 twice, as MindSpore's collector at an epoch end
+            w.add_scalar("loss", 1.0, step)
+        w.add_scalar("acc", 1.0, 0)
+    status, err = cli(capsys, "ls", str(tmp_path))
+    assert status == 0
+    assert err == (
+        "note: count is records: 1 tag holds more records than steps (e.g. run loss: 4 records"
+        " over steps 0..2), a step written more than once; TensorBoard draws one point per step\n"
+    )

@@ -178,7 +178,22 @@ def cmd_ls(logdir: str, as_json: bool, formats: Sequence[str] | None = None) -> 
     write(_lines([header], widths))
     for start in range(0, len(rows), 10_000):  # never the whole table as strings at once
         write(_lines(_cells(rows[start : start + 10_000]), widths))
+    _note_repeated_steps(rows)
     return 0
+
+
+def _note_repeated_steps(rows: Sequence[tuple[Any, ...]]) -> None:
+    """Say that ``count`` is records, not points, where a tag holds more records than its step
+    range has steps (a step written twice: MindSpore's collector records at epoch ends so)."""
+    over = [r for r in rows if r[4] is not None and r[3] > r[5] - r[4] + 1]
+    if over:
+        run, _, tag, count, lo, hi = over[0][:6]
+        print(
+            f"note: count is records: {len(over)} tag{'s hold' if len(over) > 1 else ' holds'} more "
+            f"records than steps (e.g. {run} {tag}: {count} records over steps {lo}..{hi}), a "
+            "step written more than once; TensorBoard draws one point per step",
+            file=sys.stderr,
+        )
 
 
 def _cells(rows: Sequence[tuple[Any, ...]]) -> Iterator[tuple[str, ...]]:

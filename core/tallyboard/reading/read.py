@@ -101,6 +101,7 @@ def read(
     require("pyarrow" if table == "arrow" else "pandas", "read", "tallyboard.read")
     if not isinstance(kind, str):
         raise TypeError(f"kind must be a str, got {type(kind).__name__}")
+    check_kind(kind)
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"progress must be None or a bool, got {progress!r}")
     tag_globs = names_or_globs(tags, "tags")
@@ -109,8 +110,12 @@ def read(
     run_reader.refresh()
     if not run_reader.paths():
         _warn_no_runs(logdir, runs, formats)
-    bar = Progress(len(run_reader.paths()), "read", show=progress)
-    return read_listed(run_reader, kind, table, wanted_tag, workers, bar, logdir)
+    files = len(run_reader.paths())
+    bar = Progress(files, "read", show=progress)
+    out = read_listed(run_reader, kind, table, wanted_tag, workers, bar, logdir)
+    if files and not len(out):
+        _warn_none_of_kind(logdir, kind, tags, formats)
+    return out
 
 
 def read_listed(
@@ -155,6 +160,39 @@ def read_listed(
     if scalars is not None:
         return scalars.table(table)
     return build_table(batches, kind, table, wanted_tag)
+
+
+def check_kind(kind: str) -> None:
+    """Refuse a kind no installed plugin registers, naming those that are (the closest first)."""
+    import difflib
+
+    known = sorted(get_registry().kinds)
+    if kind in known:
+        return
+    near = difflib.get_close_matches(kind.lower(), known, 3, 0.6)
+    raise ValueError(
+        f"unknown kind {kind!r}"
+        + (f" (did you mean {' or '.join(repr(k) for k in near)}?)" if near else "")
+        + f"; the kinds installed plugins give: {', '.join(known)}"
+    )
+
+
+def _warn_none_of_kind(logdir: Any, kind: str, tags: Any, formats: Any) -> None:
+    """Say which kinds the runs do hold when they hold no value of ``kind`` (a MindSpore
+    network's graph is ``anf_graph``, not TensorBoard's ``graph``; ``tallyboard ls`` lists them)."""
+    from tallyboard.reading.listing import list_tree
+
+    rows, _ = list_tree(os.fspath(logdir), names_or_globs(formats, "formats"))
+    tag_counts: dict[str, int] = {}
+    for row in rows:
+        tag_counts[row[1]] = tag_counts.get(row[1], 0) + 1
+    held = ", ".join(f"{k} ({n} tag{'s' if n > 1 else ''})" for k, n in sorted(tag_counts.items()))
+    warn(
+        f"tallyboard.read: no {kind!r} values under {os.fspath(logdir)!r}"
+        + (f" with tags={tags!r}" if tags is not None else "")
+        + f"; the runs there hold: {held or 'nothing readable'}",
+        ReadWarning,
+    )
 
 
 def _warn_no_runs(logdir: Any, runs: Any, formats: Any) -> None:
