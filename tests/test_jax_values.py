@@ -193,3 +193,18 @@ def test_every_add_method_writes_for_a_jax_array_what_it_writes_for_its_numpy_ar
         for run in ("jax", "numpy")
     )
     assert len(got) == len(calls) and got == want
+
+
+def test_without_the_device_copy_a_deleted_value_is_reported_by_a_later_call(logdir, monkeypatch):
+    monkeypatch.setattr(values, "COPY_DEVICE_VALUES", False)
+    writer = SummaryWriter(logdir)
+    kept = _slow(_BIG)
+    writer.add_scalar("kept", kept, 0)
+    lost = _slow(_BIG) * 2
+    writer.add_scalar("lost", lost, 0)
+    lost.delete()
+    with pytest.raises(RuntimeError, match="deleted or donated after it was logged"):
+        writer.flush()
+        writer.add_scalar("after", 1.0, 1)
+    writer.close()
+    assert load_run(logdir).Scalars("kept")[0].value == 0.25

@@ -282,6 +282,12 @@ def raise_if_swapped(
 #: pending value itself, waiting for the device to finish it.
 MAX_PENDING_DEVICE_VALUES = 1024
 
+#: Copy each jax value into a new buffer on its device before its copy to the host starts, so
+#: that deleting or donating it after the call loses nothing. ``False`` saves that dispatch
+#: (most of a call's cost while a step runs); a value deleted or donated before the writer has
+#: read it is then reported by a later call instead of written.
+COPY_DEVICE_VALUES = True
+
 _pending: deque[Pending] = deque()
 
 
@@ -349,7 +355,16 @@ class _HostCopy:
         if self._event is not None:  # torch CUDA: the non-blocking copy into pinned memory
             self._event.synchronize()
             return _from_torch(self.source)
-        return np.asarray(self.source)
+        try:
+            return np.asarray(self.source)
+        except RuntimeError as exc:
+            if not getattr(self.source, "is_deleted", lambda: False)():
+                raise
+            raise RuntimeError(
+                "a jax value was deleted or donated after it was logged and before tallyboard "
+                "read it: keep it alive until flush(), or leave "
+                "tallyboard.values.COPY_DEVICE_VALUES on"
+            ) from exc
 
 
 def _start_jax(values: list[Any]) -> list[_HostCopy]:
@@ -365,7 +380,7 @@ def _start_jax(values: list[Any]) -> list[_HostCopy]:
             )
     # A copy into a new buffer. device_put, not a jitted identity: on the CPU backend the
     # identity's dispatch often waited for its still-running input (p90 1.5-9 ms a call).
-    copies = jax.device_put(values, may_alias=False)
+    copies = jax.device_put(values, may_alias=False) if COPY_DEVICE_VALUES else values
     out = []
     for copy in copies:
         copy.copy_to_host_async()
