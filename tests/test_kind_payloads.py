@@ -1,4 +1,8 @@
-"""A kind's facts live once: its row fields, the dtype table, the name of the scalar kind.
+"""A kind's facts live once: its payload and row, the dtype table, the name of the scalar kind.
+
+A kind that declares its payload type and ``to_row`` may have decoders that return the payload
+itself: ``read`` shows ``to_row``'s fields, ``convert`` and the board write the payload as it is,
+no ``from_row`` needed.
 
 The histogram's fields (statistics, ``bucket_limit``, ``bucket``) are declared by the histogram
 plugin and used as they are by the tfevents decoder, the JSONL line and its decoder; the numpy
@@ -11,14 +15,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import grpc
 import numpy as np
 import pytest
-from tallyboard import SummaryWriter, read
+from tallyboard import Kind, SummaryWriter, convert, hookimpl, read
+from tallyboard.board import serve
 from tallyboard.plugin.readers import SCALAR_KIND
+from tallyboard.plugin.registry import add_plugin, remove_plugin
 from tallyboard_histogram.compute import ROW_FIELDS, from_row, histogram_of
 from tallyboard_tfevents.tensors import DTYPES, from_ndarray, to_ndarray
+from tensorboard.data.proto import data_provider_pb2 as pb
+from tensorboard.data.proto import data_provider_pb2_grpc as pb_grpc
 from tensorboard.util import tensor_util
 
 CORE = Path(__file__).parent.parent / "core" / "tallyboard"
@@ -37,15 +49,8 @@ def test_a_jsonl_histogram_line_holds_the_kinds_own_fields(tmp_path: Path) -> No
 
 
 def test_a_jsonl_line_written_with_the_old_names_reads_the_same(tmp_path: Path) -> None:
-    old = {
-        "min": 0.0,
-        "max": 2.0,
-        "num": 3.0,
-        "sum": 3.0,
-        "sum_squares": 5.0,
-        "bucket_limits": [1.0, 2.0],
-        "bucket_counts": [1.0, 2.0],
-    }
+    names = ("min", "max", "num", "sum", "sum_squares", "bucket_limits", "bucket_counts")
+    old = dict(zip(names, (0.0, 2.0, 3.0, 3.0, 5.0, [1.0, 2.0], [1.0, 2.0])))
     line = {"wall_time": 1.0, "step": 4, "tag": "h", "kind": "histogram", "value": old}
     (tmp_path / "records.jsonl").write_text(json.dumps(line) + "\n")
     row = read(tmp_path, kind="histogram").iloc[0]
@@ -76,3 +81,109 @@ def test_core_names_the_scalar_kind_only_in_the_reader_contract() -> None:
     ]
     assert places == ["plugin/readers.py"]
     assert SCALAR_KIND == "scalar"
+
+
+@dataclass(frozen=True)
+class Point:
+    """A third-party kind's payload: a point, shown as a tensor ``[x, y]``."""
+
+    x: float
+    y: float
+
+
+def _point(value: Any) -> Point:
+    x, y = (float(v) for v in value)
+    return Point(x, y)
+
+
+def _point_row(p: Point) -> dict[str, Any]:
+    return {"x": p.x, "y": p.y}
+
+
+def _encode_point(tag: str, step: int | None, wall_time: float, p: Point) -> bytes:
+    from tallyboard_tfevents.encoding import summary_event
+    from tallyboard_tfevents.proto import DATA_CLASS_TENSOR, SummaryValue, metadata
+
+    tensor = from_ndarray(np.array([p.x, p.y]))
+    meta = metadata("point", data_class=DATA_CLASS_TENSOR)
+    return summary_event(step, wall_time, [SummaryValue(tag=tag, metadata=meta, tensor=tensor)])
+
+
+def _decode_point(value: Any, step: int, wall_time: float) -> Point | None:
+    """Returns the payload itself, no dict."""
+    if value.metadata.plugin_data.plugin_name != "point":
+        return None
+    x, y = to_ndarray(value.tensor).tolist()
+    return Point(x, y)
+
+
+def _decode_point_jsonl(value: Any, step: int, wall_time: float) -> tuple[str, Point] | None:
+    return None if not isinstance(value, dict) else ("moved", Point(value["x"], value["y"]))
+
+
+class PointPlugin:
+    """A kind with no from_row: its decoders give payloads, its rows come from to_row."""
+
+    @hookimpl
+    def register_kinds(self, register: Any) -> None:
+        register(Kind(name="point", convert=_point, payload=Point, to_row=_point_row))
+
+    @hookimpl
+    def register_encoders(self, register: Any) -> None:
+        from tallyboard_jsonl import encoder_for
+
+        register("point", "tfevents", _encode_point)
+        register("point", "jsonl", encoder_for("point", _point_row))
+
+    @hookimpl
+    def register_decoders(self, register: Any) -> None:
+        register("tfevents", "point", _decode_point)
+        register("jsonl", "point", _decode_point_jsonl)
+
+
+@pytest.fixture
+def points(tmp_path: Path) -> Iterator[Path]:
+    add_plugin(PointPlugin(), "point-test")
+    try:
+        for sink in ("tfevents", "jsonl"):
+            with SummaryWriter(tmp_path / sink, sinks=[sink]) as w:
+                w.add_value("point", "p", (1.5, -2.0), 3)
+        yield tmp_path
+    finally:
+        remove_plugin("point-test")
+
+
+def test_a_decoder_may_return_the_kinds_payload(points: Path) -> None:
+    df = read(points / "tfevents", kind="point")
+    assert df.columns.tolist() == ["run", "tag", "step", "wall_time", "x", "y"]
+    assert df[["tag", "step", "x", "y"]].values.tolist() == [["p", 3, 1.5, -2.0]]
+    moved = read(points / "jsonl", kind="point")  # (tag, payload): read under that tag
+    assert moved[["tag", "x", "y"]].values.tolist() == [["moved", 1.5, -2.0]]
+
+
+def test_convert_and_the_board_write_the_payload_a_decoder_gave(
+    points: Path, tmp_path: Path
+) -> None:
+    summary = convert(points / "jsonl", tmp_path / "out", to="tfevents")  # no from_row
+    assert summary.converted == {"point": 1} and not summary.not_converted
+    assert read(tmp_path / "out", kind="point")[["tag", "x"]].values.tolist() == [["moved", 1.5]]
+    with serve(str(points / "jsonl"), reload=0) as server:  # the row road: no from_row either
+        assert server.wait_loaded(60)
+        channel = grpc.insecure_channel(server.address)
+        req = pb.ReadTensorsRequest(downsample=pb.Downsample(num_points=10))
+        req.plugin_filter.plugin_name = "point"
+        res = pb_grpc.TensorBoardDataProviderStub(channel).ReadTensors(req)
+        channel.close()
+        assert not server.loader.problems
+    [run] = res.runs
+    [tag] = run.tags
+    assert tag.tag_name == "moved"
+    assert tensor_util.make_ndarray(tag.data.value[0]).tolist() == [1.5, -2.0]
+
+
+def test_to_row_needs_a_payload_type() -> None:
+    with pytest.raises(TypeError, match="to_row must be callable, and given with payload"):
+        Kind(name="bad", convert=_point, to_row=_point_row)
+    kind = Kind(name="p", convert=_point, payload=Point, to_row=_point_row)
+    with pytest.raises(ValueError, match="holds no payload and there is no from_row"):
+        kind.rebuild({"tag": "t", "x": 1.0, "y": 2.0})

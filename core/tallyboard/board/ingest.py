@@ -297,7 +297,7 @@ class Ingest:
                 why = f"kind {kind!r} is logged as files beside the run"
             elif encode is None:
                 why = f"kind {kind!r} has no encoder for TensorBoard's summaries ({wire})"
-            elif k.from_row is None and kind != SCALAR_KIND:
+            elif not k.rebuildable and kind != SCALAR_KIND:
                 why = f"kind {kind!r} cannot be rebuilt from what was read (no from_row)"
             got = self._encoders[kind] = (None if why else encode, why)
         return got
@@ -314,11 +314,10 @@ class Ingest:
         k = self.reg.kinds[kind]
         try:
             if probe:
-                value_tag, value = tag, row
-            else:
-                assert k.from_row is not None
-                value_tag, value = k.from_row(row)
-            data = encode(value_tag, step, wall, k.payload_of(value))
+                value_tag, value = tag, k.payload_of(row)
+            else:  # the payload its decoder gave, or the one from_row rebuilds
+                value_tag, value = k.rebuild(row)
+            data = encode(value_tag, step, wall, value)
             event = self.p.Event.FromString(bytes(data))
         except Exception as exc:  # this value cannot be shown: say so once per kind and run
             self.note(

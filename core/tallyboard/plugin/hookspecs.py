@@ -73,4 +73,9 @@ def register_readers(register: Callable[[Any], None]) -> None:
 
 @hookspec
 def register_decoders(register: Callable[[str, str, Callable[..., Any]], None]) -> None:
-    """Register decoders: ``register(format_name, kind_name, decode)`` teaches a reader a kind."""
+    """Register decoders: ``register(format_name, kind_name, decode)`` teaches a reader a kind.
+
+    ``decode(value, step, wall_time)`` returns a row (a dict of the kind's fields), a list of
+    rows, the kind's payload (a kind declaring ``payload`` and ``to_row``), or None when the
+    value is not of its kind (docs/plugins.md, "Decoders").
+    """

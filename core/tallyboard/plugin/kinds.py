@@ -6,6 +6,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+#: The key under which a decoded row carries the payload its decoder returned (a kind that
+#: declares ``payload`` and ``to_row``): ``read`` leaves it out of its table; ``convert`` and
+#: ``tallyboard board`` hand the payload to encoders as it is (:meth:`Kind.rebuild`).
+PAYLOAD_KEY = "__payload__"
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -34,6 +39,11 @@ class Kind:
     and encoders receive: a value of it is a payload already (:meth:`payload_of`), so
     ``convert`` need not accept its own output (a kind whose payload holds statistics of an
     array cannot rebuild the array).
+    ``to_row``, when set with ``payload``, gives a payload's fields as a row of
+    ``tallyboard.read``'s table (``to_row(payload) -> dict``), declared once for every format:
+    a decoder of the kind may then return the payload itself (or a list of payloads, or
+    ``(tag, payload)``) instead of a dict; ``read`` shows ``to_row``'s fields, and ``convert``
+    and ``tallyboard board`` hand the payload to encoders as it is, no ``from_row`` needed.
     """
 
     name: str
@@ -45,6 +55,7 @@ class Kind:
     read_table: Callable[..., list[dict[str, Any]]] | None = None
     from_row: Callable[[dict[str, Any]], tuple[str, Any]] | None = None
     payload: type | tuple[type, ...] | None = None
+    to_row: Callable[[Any], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -57,6 +68,11 @@ class Kind:
             raise TypeError(f"Kind {self.name!r}: read_table must be callable")
         if self.from_row is not None and not callable(self.from_row):
             raise TypeError(f"Kind {self.name!r}: from_row must be callable")
+        if self.to_row is not None and (not callable(self.to_row) or self.payload is None):
+            raise TypeError(
+                f"Kind {self.name!r}: to_row must be callable, and given with payload (the type "
+                "whose instances it turns into rows)"
+            )
         if self.payload is not None and not (
             isinstance(self.payload, type)
             or (
@@ -83,3 +99,27 @@ class Kind:
         if self.payload is not None and isinstance(value, self.payload):
             return value
         return self.convert(value)
+
+    @property
+    def rebuildable(self) -> bool:
+        """Whether a decoded row can be written again: the kind has ``from_row``, or its
+        decoders may give payloads (``payload`` and ``to_row``)."""
+        return self.from_row is not None or self.to_row is not None
+
+    def rebuild(self, row: dict[str, Any]) -> tuple[str, Any]:
+        """``(tag, payload)`` of a decoded row: the payload its decoder returned, as it is,
+        else what ``from_row`` rebuilds (made a payload by :meth:`payload_of`).
+
+        Raises:
+            ValueError: the row cannot be rebuilt (no payload, no ``from_row``, or
+                ``from_row`` refuses it).
+        """
+        payload = row.get(PAYLOAD_KEY)
+        if payload is not None and self.payload is not None and isinstance(payload, self.payload):
+            return row["tag"], payload
+        if self.from_row is None:
+            raise ValueError(
+                f"kind {self.name!r}: the row holds no payload and there is no from_row"
+            )
+        tag, value = self.from_row(row)
+        return tag, self.payload_of(value)

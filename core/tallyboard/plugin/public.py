@@ -76,7 +76,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "writer_flushing",
         "writer_closing",
     ),
-    "tallyboard.plugin.kinds": ("Kind",),
+    "tallyboard.plugin.kinds": ("Kind", "PAYLOAD_KEY"),
     "tallyboard.plugin.sinks": (
         "SinkOptions",
         "Sink",

@@ -24,12 +24,44 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tallyboard.plugin.kinds import PAYLOAD_KEY
 from tallyboard.warn import ReadWarning
 
 #: The kind whose values a :class:`Batch` holds as columns (``tags`` ... ``values``,
 #: ``columns``): the essential scalar kind. The one kind name the reading contract knows, so
 #: core's readers, ``read``, ``convert`` and the board name it from here.
 SCALAR_KIND = "scalar"
+
+
+class PayloadRows:
+    """A decoder of a kind that declares ``payload`` and ``to_row``, as readers call it: what
+    it returns as the kind's payload (one, a list, or ``(tag, payload)``) becomes the kind's row
+    (``to_row``) carrying the payload under :data:`PAYLOAD_KEY`; a dict (or None) passes as it
+    is, so decoders that return rows keep working. Attributes of the decoder (``event_field``,
+    ``summary_values``) stay visible."""
+
+    def __init__(self, kind: Any, decode: Callable[..., Any]) -> None:
+        self.kind, self.decode = kind, decode
+        self.__dict__.update(getattr(decode, "__dict__", {}))
+
+    def _row(self, result: Any) -> Any:
+        kind = self.kind
+        if isinstance(result, kind.payload):
+            return {**kind.to_row(result), PAYLOAD_KEY: result}
+        if (
+            isinstance(result, tuple)
+            and len(result) == 2
+            and isinstance(result[0], str)
+            and isinstance(result[1], kind.payload)
+        ):
+            return {**kind.to_row(result[1]), "tag": result[0], PAYLOAD_KEY: result[1]}
+        return result
+
+    def __call__(self, value: Any, step: int, wall_time: float) -> Any:
+        result = self.decode(value, step, wall_time)
+        if isinstance(result, list):
+            return [self._row(r) for r in result]
+        return self._row(result)
 
 
 @dataclass

@@ -233,16 +233,15 @@ def _write_batch(
     for kind, rows in batch.rows.items():
         encode, reason = encoder(kind)
         k = reg.kinds.get(kind)
-        rebuild = None if k is None else k.from_row
-        if encode is None or k is None or rebuild is None:
+        if encode is None or k is None or not k.rebuildable:
             reason = reason or f"kind {kind!r} cannot be rebuilt from what was read (no from_row)"
             summary._skip(kind, len(rows), reason)
             continue
         done = 0
         for row in rows:
             try:
-                tag, value = rebuild(row)
-                data = encode(tag, int(row["step"]), float(row["wall_time"]), k.payload_of(value))
+                tag, value = k.rebuild(row)  # the decoder's payload, or from_row's
+                data = encode(tag, int(row["step"]), float(row["wall_time"]), value)
             except Exception as exc:  # this value cannot be written: count it, go on
                 where = f"{row.get('tag')!r} at step {row.get('step')}"
                 summary._skip(kind, 1, f"{where} not rebuilt or refused by {target.to}: {exc!r}")

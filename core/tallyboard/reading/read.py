@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from tallyboard.extras import require
+from tallyboard.plugin.kinds import PAYLOAD_KEY
 from tallyboard.plugin.readers import SCALAR_KIND, Batch, Batches
 from tallyboard.plugin.registry import get_registry
 from tallyboard.reading import undecoded
@@ -166,7 +167,8 @@ def check_kind(kind: str) -> None:
     """Refuse a kind no installed plugin registers, naming those that are (the closest first)."""
     import difflib
 
-    known = sorted(get_registry().kinds)
+    reg = get_registry()  # a kind a decoder alone teaches the readers counts too
+    known = sorted(set(reg.kinds) | {k for _, k in reg.decoders})
     if kind in known:
         return
     near = difflib.get_close_matches(kind.lower(), known, 3, 0.6)
@@ -209,6 +211,11 @@ def _warn_no_runs(logdir: Any, runs: Any, formats: Any) -> None:
     )
 
 
+def _fields(run: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A row of the table: ``run`` and the row's fields, without the payload it carries."""
+    return {"run": run, **{k: v for k, v in row.items() if k != PAYLOAD_KEY}}
+
+
 def build_table(
     batches: list[tuple[str, Batch]],
     kind: str = "scalar",
@@ -224,7 +231,7 @@ def build_table(
             scalars.add([run], Batches([batch]))
         return scalars.table(table)
     rows = [
-        {"run": run, **row}
+        {"run": run, **row} if PAYLOAD_KEY not in row else _fields(run, row)
         for run, batch in batches
         for row in batch.rows.get(kind, ())
         if wanted_tag is None or wanted_tag(row["tag"])

@@ -9,7 +9,14 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from fnmatch import fnmatchcase
 from typing import Any
 
-from tallyboard.plugin.readers import SCALAR_KIND, Batch, Batches, FileReader, ReaderSpec
+from tallyboard.plugin.readers import (
+    SCALAR_KIND,
+    Batch,
+    Batches,
+    FileReader,
+    PayloadRows,
+    ReaderSpec,
+)
 from tallyboard.reading.fetch import LocalFiles, Prefetched, fetch_ahead, is_local
 from tallyboard.reading.pool import plan, pool_size, read_tasks
 from tallyboard.reading.tree import LocalTree, Share, local_files
@@ -102,6 +109,14 @@ def _snapshot(reader: FileReader) -> FileReader:
         if isinstance(value, (set, dict, list, bytearray)):
             clone.__dict__[name] = copy.copy(value)
     return clone
+
+
+def _payload_rows(kind: Any, decode: Callable[..., Any]) -> Callable[..., Any]:
+    """``decode`` as readers call it: wrapped to turn payloads into rows for a kind that
+    declares ``payload`` and ``to_row`` (:class:`~tallyboard.plugin.readers.PayloadRows`)."""
+    if kind is None or kind.payload is None or kind.to_row is None:
+        return decode
+    return PayloadRows(kind, decode)
 
 
 class RunReader:
@@ -467,8 +482,13 @@ class RunReader:
         """The decoders of ``spec``'s format by kind: one dict shared by all its files."""
         found = self._format_decoders.get(spec.name)
         if found is None:
+            from tallyboard.plugin.registry import get_registry
+
+            kinds = get_registry().kinds
             found = self._format_decoders[spec.name] = {
-                k: fn for (fmt, k), fn in self._decoders.items() if fmt == spec.name
+                k: _payload_rows(kinds.get(k), fn)
+                for (fmt, k), fn in self._decoders.items()
+                if fmt == spec.name
             }
         return found
 
