@@ -185,5 +185,62 @@ def test_to_row_needs_a_payload_type() -> None:
     with pytest.raises(TypeError, match="to_row must be callable, and given with payload"):
         Kind(name="bad", convert=_point, to_row=_point_row)
     kind = Kind(name="p", convert=_point, payload=Point, to_row=_point_row)
+    assert kind.rebuild({"tag": "t", "step": 1, "x": 1.0, "y": 2.0}) == ("t", Point(1.0, 2.0))
+    with pytest.raises(ValueError, match="the row is no Point"):
+        kind.rebuild({"tag": "t", "z": 1.0})
+    bare = Kind(name="b", convert=float)
     with pytest.raises(ValueError, match="holds no payload and there is no from_row"):
-        kind.rebuild({"tag": "t", "x": 1.0, "y": 2.0})
+        bare.rebuild({"tag": "t", "value": 1.0})
+
+
+class Segment:
+    """A payload that is no dataclass: rebuilt by its kind's from_row."""
+
+    def __init__(self, points: Any, label: bytes) -> None:
+        self.points, self.label = np.asarray(points, np.float64), label
+
+
+class RowsOnlyPlugin:
+    """Kinds that declare their rows and nothing for JSONL: the format writes and reads them."""
+
+    @hookimpl
+    def register_kinds(self, register: Any) -> None:
+        register(Kind(name="spot", convert=_point, payload=Point, to_row=_point_row))
+        register(
+            Kind(
+                name="segment",
+                convert=lambda v: Segment(*v),
+                payload=Segment,
+                to_row=lambda s: {"points": s.points, "label": s.label},
+                from_row=lambda row: (row["tag"], Segment(row["points"], row["label"])),
+            )
+        )
+        register(Kind(name="opaque", convert=float))  # no row: JSONL cannot write it
+
+    @hookimpl
+    def register_encoders(self, register: Any) -> None:
+        register("spot", "tfevents", _encode_point)
+
+    @hookimpl
+    def register_decoders(self, register: Any) -> None:
+        register("tfevents", "spot", _decode_point)
+
+
+def test_jsonl_writes_and_reads_any_kind_that_declares_its_row(tmp_path: Path) -> None:
+    add_plugin(RowsOnlyPlugin(), "rows-test")
+    try:
+        with SummaryWriter(tmp_path / "run", sinks=["jsonl"]) as w:
+            w.add_value("spot", "s", (0.5, 4.0), 2)
+            w.add_value("segment", "seg", ([[0, 1], [2, 3.5]], b"\x00label"), 2)
+            with pytest.warns(UserWarning, match="cannot encode kind 'opaque'"):
+                w.add_value("opaque", "o", 1.0, 2)
+        spot = read(tmp_path, kind="spot")
+        assert spot[["tag", "step", "x", "y"]].values.tolist() == [["s", 2, 0.5, 4.0]]
+        seg = read(tmp_path, kind="segment").iloc[0]
+        assert seg["points"] == [[0.0, 1.0], [2.0, 3.5]] and seg["label"] == b"\x00label"
+        summary = convert(tmp_path, tmp_path.parent / "events", to="tfevents")
+        assert summary.converted == {"spot": 1}  # rebuilt from the row's fields (a dataclass)
+        back = read(tmp_path.parent / "events", kind="spot")
+        assert back[["tag", "step", "x", "y"]].values.tolist() == [["s", 2, 0.5, 4.0]]
+    finally:
+        remove_plugin("rows-test")

@@ -10,6 +10,8 @@ from typing import Any
 #: declares ``payload`` and ``to_row``): ``read`` leaves it out of its table; ``convert`` and
 #: ``tallyboard board`` hand the payload to encoders as it is (:meth:`Kind.rebuild`).
 PAYLOAD_KEY = "__payload__"
+#: The keys of a decoded row that are not the payload's fields.
+_ROW_KEYS = frozenset({"run", "tag", "step", "wall_time", PAYLOAD_KEY})
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,10 @@ class Kind:
     ``tallyboard.read``'s table (``to_row(payload) -> dict``), declared once for every format:
     a decoder of the kind may then return the payload itself (or a list of payloads, or
     ``(tag, payload)``) instead of a dict; ``read`` shows ``to_row``'s fields, and ``convert``
-    and ``tallyboard board`` hand the payload to encoders as it is, no ``from_row`` needed.
+    and ``tallyboard board`` hand the payload to encoders as it is, no ``from_row`` needed. A
+    format that writes any kind's row (JSONL) then writes and reads the kind with no encoder
+    or decoder of its own; a payload type that takes those fields as keyword arguments (a
+    dataclass) is rebuilt from them (:meth:`rebuild`).
     """
 
     name: str
@@ -108,7 +113,8 @@ class Kind:
 
     def rebuild(self, row: dict[str, Any]) -> tuple[str, Any]:
         """``(tag, payload)`` of a decoded row: the payload its decoder returned, as it is,
-        else what ``from_row`` rebuilds (made a payload by :meth:`payload_of`).
+        else what ``from_row`` rebuilds (made a payload by :meth:`payload_of`), else, for a
+        kind with ``to_row``, its payload type called with the row's fields as keywords.
 
         Raises:
             ValueError: the row cannot be rebuilt (no payload, no ``from_row``, or
@@ -117,9 +123,15 @@ class Kind:
         payload = row.get(PAYLOAD_KEY)
         if payload is not None and self.payload is not None and isinstance(payload, self.payload):
             return row["tag"], payload
-        if self.from_row is None:
-            raise ValueError(
-                f"kind {self.name!r}: the row holds no payload and there is no from_row"
-            )
-        tag, value = self.from_row(row)
-        return tag, self.payload_of(value)
+        if self.from_row is not None:
+            tag, value = self.from_row(row)
+            return tag, self.payload_of(value)
+        if self.to_row is not None and isinstance(self.payload, type):
+            fields = {k: v for k, v in row.items() if k not in _ROW_KEYS}
+            try:  # a payload made of to_row's fields (a dataclass): no from_row needed
+                return row["tag"], self.payload(**fields)
+            except TypeError as exc:
+                raise ValueError(
+                    f"kind {self.name!r}: the row is no {self.payload.__name__} ({exc})"
+                ) from None
+        raise ValueError(f"kind {self.name!r}: the row holds no payload and there is no from_row")

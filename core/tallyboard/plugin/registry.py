@@ -257,7 +257,58 @@ def build_registry(extra: Iterable[tuple[str, Any]] = ()) -> Registry:
     _collect(reg, by_name, "register_event_handlers", _add_handler)
     _collect(reg, by_name, "register_readers", _add_reader)
     _collect(reg, by_name, "register_decoders", _add_decoder)
+    _pair_rows(reg)
     return reg
+
+
+class _RowEncoder:
+    """A format's encoder of any kind's row (``rows``), as the encoder of one kind: it gets
+    the payload's ``Kind.to_row`` fields."""
+
+    def __init__(self, encode_row: Callable[..., Any], kind: Any) -> None:
+        self.encode_row, self.kind = encode_row, kind
+
+    def __call__(self, tag: str, step: int | None, wall_time: float, payload: Any) -> Any:
+        return self.encode_row(self.kind.name, tag, step, wall_time, self.kind.to_row(payload))
+
+
+def _pair_rows(reg: Registry) -> None:
+    """Give every kind that declares ``to_row`` the encoders and decoders a format registered
+    for any kind's row: an encoder of kind ``"*"`` with a true ``rows`` attribute is called as
+    ``encode_row(kind, tag, step, wall_time, row)`` for each such kind without an encoder of its
+    own for that sink (and no longer for the others: they stay kinds the sink cannot encode); a
+    decoder of kind ``"*"`` with ``rows`` becomes the decoder of each such kind in that format
+    that has none. The pairs take the place of the ``"*"`` one in its plugin's lists (what
+    ``tallyboard plugins`` shows), in the order readers ask decoders."""
+    with_rows = {name: k for name, k in reg.kinds.items() if k.to_row is not None}
+    for info in reg.plugins:
+        encoders: list[tuple[str, str]] = []
+        for kind, sink in info.encoders:
+            encode = reg.encoders.get((kind, sink))
+            if kind != "*" or not getattr(encode, "rows", False):
+                encoders.append((kind, sink))
+                continue
+            del reg.encoders[(kind, sink)]
+            for name, k in with_rows.items():
+                if (name, sink) not in reg.encoders:
+                    reg.encoders[(name, sink)] = _RowEncoder(encode, k)
+                    encoders.append((name, sink))
+        info.encoders = encoders
+        decoders: list[tuple[str, str]] = []
+        for fmt, kind in info.decoders:
+            decode = reg.decoders.get((fmt, kind))
+            if kind != "*" or not getattr(decode, "rows", False):
+                decoders.append((fmt, kind))
+                continue
+            del reg.decoders[(fmt, kind)]
+            for name in with_rows:
+                if (fmt, name) not in reg.decoders:
+                    reg.decoders[(fmt, name)] = decode
+                    decoders.append((fmt, name))
+        info.decoders = decoders
+    order = [key for info in reg.plugins for key in info.decoders]
+    if set(order) == set(reg.decoders):  # the order readers ask in: the plugins' order
+        reg.decoders = {key: reg.decoders[key] for key in order}
 
 
 def _returning(plugin: Any) -> Callable[[], Any]:

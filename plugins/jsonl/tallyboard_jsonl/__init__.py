@@ -8,7 +8,9 @@ Python's ``json`` and pandas read). Binary payloads (images, audio) are written 
 ``"value": {"path": "blobs/00000001.png", "content_type": "image/png", ...}``.
 
 An encoder for this sink returns a ``dict`` (the ``value`` field); values of type :class:`Blob`
-inside it become side files. Built-in kinds taught here: scalar, text, histogram, image, audio.
+inside it become side files. Built-in kinds taught here: scalar, text, histogram, image, audio;
+any other kind that declares its row (``Kind.to_row``) is written and read back as that row with
+no encoder or decoder of its own (:func:`encode_row`, ``reader.decode_row``).
 
 The plugin reads its files back too (``tallyboard.read``, ``tallyboard ls``), with a decoder per
 kind registered for ``("jsonl", kind)``: see :mod:`tallyboard_jsonl.reader`.
@@ -97,6 +99,27 @@ def _audio(payload: Any) -> dict[str, Any]:
         "num_channels": payload.num_channels,
         "length_frames": payload.length_frames,
     }
+
+
+def _json_of(value: Any) -> Any:
+    """A row field as JSON data: numpy arrays and numbers as lists and numbers, bytes as a
+    side file (:class:`Blob`), dicts, lists and tuples field by field."""
+    if isinstance(value, (bytes, bytearray)):
+        return Blob(bytes(value))
+    if isinstance(value, dict):
+        return {str(k): _json_of(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_of(v) for v in value]
+    tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
+    return _json_of(tolist()) if callable(tolist) else value
+
+
+def encode_row(kind: str, tag: str, step: int | None, wall_time: float, row: Any) -> Line:
+    """Any kind that declares ``Kind.to_row``: its row's fields as the line's value."""
+    return Line(kind, tag, step, wall_time, _json_of(row))
+
+
+encode_row.rows = True  # type: ignore[attr-defined]  # every kind with a row, not only one
 
 
 BUILTIN_ENCODERS = {
@@ -191,6 +214,7 @@ def register_sinks(register: Any) -> None:
 def register_encoders(register: Any) -> None:
     for kind, to_json in BUILTIN_ENCODERS.items():
         register(kind, SINK, _encoder(kind, to_json))
+    register("*", SINK, encode_row)  # the rest: kinds that declare their row (Kind.to_row)
 
 
 @hookimpl
@@ -212,7 +236,8 @@ def register_readers(register: Any) -> None:
 
 @hookimpl
 def register_decoders(register: Any) -> None:
-    from .reader import BUILTIN_DECODERS
+    from .reader import BUILTIN_DECODERS, decode_row
 
     for kind, decode in BUILTIN_DECODERS.items():
         register(SINK, kind, decode)
+    register(SINK, "*", decode_row)  # the rest: kinds that declare their row (Kind.to_row)

@@ -259,6 +259,17 @@ def decode_audio(value: Any, step: int, wall_time: float) -> dict[str, Any] | No
     }
 
 
+def decode_row(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
+    """A line of any kind that declares its row (``Kind.to_row``): the row's fields as the line
+    holds them, side files as their bytes."""
+    if not isinstance(value, dict):
+        return None
+    return {k: v.data if isinstance(v, SideFile) else v for k, v in value.items()}
+
+
+decode_row.rows = True  # type: ignore[attr-defined]  # every kind with a row, not only one
+
+
 #: decoders of the kinds this plugin's sink encodes itself (scalars need none: they are columns).
 BUILTIN_DECODERS = {
     "text": decode_text,
