@@ -212,3 +212,46 @@ def test_custom_lineage_converts_to_a_text_table(tmp_path: Path) -> None:
         "| note | first |",
         "| width | 3.0 |",
     ]
+
+
+def test_damaged_graphs_and_lineage_never_raise_in_read_or_convert(tmp_path: Path) -> None:
+    """Bit flips and cuts in the graph and every lineage message: ``read`` and ``convert`` go on
+    (damage is a ReadWarning or a value counted as not converted), never an exception."""
+    import random
+
+    from tallyboard_lineage.messages import EvaluationLineage
+
+    train = TrainLineage()
+    train.hyper_parameters.optimizer = "Adam"
+    train.algorithm.loss = 0.5
+    evaluation = EvaluationLineage(metric='{"acc": 0.5}')
+    custom = UserDefinedInfo()
+    custom.user_info.add().map_str["note"] = "x"
+    good = [
+        (6, train.SerializeToString()),
+        (7, evaluation.SerializeToString()),
+        (9, _pipeline().SerializeToString()),
+        (10, custom.SerializeToString()),
+    ]
+    graph = wire.model_graph(_model_bytes())  # the GraphProto inside
+    rnd = random.Random(0)
+
+    def damaged(data: bytes) -> bytes:
+        data = bytearray(data)
+        for _ in range(rnd.randint(1, 4)):
+            data[rnd.randrange(len(data))] ^= 1 << rnd.randrange(8)
+        return bytes(data[: rnd.randint(1, len(data))]) if rnd.random() < 0.3 else bytes(data)
+
+    for case in range(60):
+        run = tmp_path / f"case{case}"
+        _lineage_file(run, [(f, damaged(m)) for f, m in good])
+        summary = run / "events.out.events.summary.1700000000.0.host_MS"
+        summary.write_bytes(
+            frame(wire.version_event(1.7e9)) + frame(wire.graph_event(1.7e9, damaged(graph)))
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for kind in ("hparams", "anf_graph", "dataset_graph", "eval_lineage"):
+                tallyboard.read(str(run), kind=kind)
+            done = tallyboard.convert(str(run), str(tmp_path / f"out{case}"), to="tfevents")
+        assert sum(done.converted.values()) + sum(done.not_converted.values()) >= 1
