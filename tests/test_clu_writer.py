@@ -200,3 +200,22 @@ def test_hparams_are_flattened_as_clu_flattens_them(metric_writers, tmp_path):
         for k, v in start.hparams.items()
     }
     assert got == {"lr": 0.1, "model.depth": 3.0, "model.act": "", "sizes.0": 8.0, "sizes.1": 16.0}
+
+
+def test_summaries_keep_the_metadata_given(metric_writers, tmp_path):
+    from tensorboard.compat.proto.summary_pb2 import SummaryMetadata
+
+    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="custom"))
+    with metric_writers.MetricWriter(tmp_path) as writer:
+        writer.write_summaries(
+            3,
+            {"with": np.arange(4.0), "bytes": jnp.ones(2), "plain": jnp.zeros(3)},
+            metadata={"with": metadata, "bytes": metadata.SerializeToString()},
+        )
+    run = load_run(tmp_path)
+    for tag in ("with", "bytes"):
+        assert run.SummaryMetadata(tag).plugin_data.plugin_name == "custom"
+    np.testing.assert_array_equal(
+        tensor_util.make_ndarray(run.Tensors("with")[0].tensor_proto), np.arange(4.0)
+    )
+    assert run.Tensors("plain")[0].step == 3
