@@ -272,6 +272,32 @@ class _RowEncoder:
         return self.encode_row(self.kind.name, tag, step, wall_time, self.kind.to_row(payload))
 
 
+def _paired(
+    keys: list[tuple[str, str]],
+    table: dict[tuple[str, str], Callable[..., Any]],
+    at: int,
+    kinds: dict[str, Any],
+    make: Callable[[Callable[..., Any], Any], Callable[..., Any]],
+) -> list[tuple[str, str]]:
+    """``keys`` (a plugin's pairs) with each ``"*"`` one (its kind at index ``at``) whose
+    function is marked ``rows`` replaced by one pair per kind of ``kinds`` that ``table`` lacks
+    (``make(function, kind)`` put there); the ``"*"`` entry leaves ``table``."""
+    out: list[tuple[str, str]] = []
+    for key in keys:
+        fn = table.get(key)
+        if key[at] != "*" or not getattr(fn, "rows", False):
+            out.append(key)
+            continue
+        assert fn is not None
+        del table[key]
+        for name, kind in kinds.items():
+            new = (name, key[1]) if at == 0 else (key[0], name)
+            if new not in table:
+                table[new] = make(fn, kind)
+                out.append(new)
+    return out
+
+
 def _pair_rows(reg: Registry) -> None:
     """Give every kind that declares ``to_row`` the encoders and decoders a format registered
     for any kind's row: an encoder of kind ``"*"`` with a true ``rows`` attribute is called as
@@ -282,30 +308,8 @@ def _pair_rows(reg: Registry) -> None:
     ``tallyboard plugins`` shows), in the order readers ask decoders."""
     with_rows = {name: k for name, k in reg.kinds.items() if k.to_row is not None}
     for info in reg.plugins:
-        encoders: list[tuple[str, str]] = []
-        for kind, sink in info.encoders:
-            encode = reg.encoders.get((kind, sink))
-            if kind != "*" or not getattr(encode, "rows", False):
-                encoders.append((kind, sink))
-                continue
-            del reg.encoders[(kind, sink)]
-            for name, k in with_rows.items():
-                if (name, sink) not in reg.encoders:
-                    reg.encoders[(name, sink)] = _RowEncoder(encode, k)
-                    encoders.append((name, sink))
-        info.encoders = encoders
-        decoders: list[tuple[str, str]] = []
-        for fmt, kind in info.decoders:
-            decode = reg.decoders.get((fmt, kind))
-            if kind != "*" or not getattr(decode, "rows", False):
-                decoders.append((fmt, kind))
-                continue
-            del reg.decoders[(fmt, kind)]
-            for name in with_rows:
-                if (fmt, name) not in reg.decoders:
-                    reg.decoders[(fmt, name)] = decode
-                    decoders.append((fmt, name))
-        info.decoders = decoders
+        info.encoders = _paired(info.encoders, reg.encoders, 0, with_rows, _RowEncoder)
+        info.decoders = _paired(info.decoders, reg.decoders, 1, with_rows, lambda f, k: f)
     order = [key for info in reg.plugins for key in info.decoders]
     if set(order) == set(reg.decoders):  # the order readers ask in: the plugins' order
         reg.decoders = {key: reg.decoders[key] for key in order}
