@@ -5,14 +5,18 @@ learns to separate two interleaved spirals, and reaches about 99% validation acc
 default 600 steps (about a second of training). The run uses all three faces:
 
 - the SummaryWriter face: the training loss (``loss/train``), train and validation accuracy in one
-  ``add_scalars`` chart, weight histograms, the ``decision`` image (what the network predicts over
-  the plane, with the validation points drawn on it: the two spirals appear as it learns) and the
-  hyper-parameters (the HPARAMS tab);
+  ``add_scalars`` chart (``accuracy``), weight histograms (``params/w1``, ...), the
+  ``predictions/decision`` image (what the network predicts over the plane, with the validation
+  points drawn on it: the two spirals appear as it learns) and the hyper-parameters with the final
+  validation accuracy (``accuracy/final_val``; the HPARAMS tab);
 - the torch.monitor face: a Stat of each step's time in milliseconds, aggregated over 20 ms
   windows and written by ``TensorboardEventHandler`` at the training step each window ended, so
-  its charts (``step_time_ms.mean``, ``step_time_ms.max``) share the x axis of the loss;
+  its charts (``time/step_ms.mean``, ``time/step_ms.max``, one group) share the x axis of the loss;
 - the MindSpore SummaryRecord face: MindSpore summary files in ``<log-dir>/mindspore``, with the
-  same values as TensorBoard files beside them (turn it off with ``--no-mindspore``).
+  same values as TensorBoard files beside them (turn it off with ``--no-mindspore``), under the
+  writer's tags (``loss/train``, ``accuracy``, ``params/w1``) so each shares the writer's chart.
+
+TensorBoard sorts the groups of charts by name and opens the first two: ``accuracy`` and ``loss``.
 
 It prints one line: the final validation accuracy and where the logs are.
 """
@@ -100,7 +104,7 @@ def train(log_dir: str, steps: int, hidden: int, lr: float, with_mindspore: bool
     # 20 ms windows: enough points for a chart even when the run takes a second (with 2 points
     # TensorBoard's "ignore outliers" y range keeps neither and the line falls off the chart)
     step_time = Stat(
-        "step_time_ms", [Aggregation.MEAN, Aggregation.MAX], timedelta(milliseconds=20)
+        "time/step_ms", [Aggregation.MEAN, Aggregation.MAX], timedelta(milliseconds=20)
     )
     record = None
     if with_mindspore:
@@ -131,19 +135,19 @@ def train(log_dir: str, steps: int, hidden: int, lr: float, with_mindspore: bool
             train_acc = float(np.mean((p > 0.5) == y))
             writer.add_scalars("accuracy", {"train": train_acc, "val": val_acc}, step)
             if record is not None:
-                record.add_value("scalar", "loss", np.array(loss, np.float32))
-                record.add_value("scalar", "val_accuracy", np.array(val_acc, np.float32))
+                record.add_value("scalar", "loss/train", np.array(loss, np.float32))
+                record.add_value("scalar", "accuracy", np.array(val_acc, np.float32))
                 if step % 50 == 0:
-                    record.add_value("histogram", "w1", params["w1"])
+                    record.add_value("histogram", "params/w1", params["w1"])
                 record.record(step)
         if step % 50 == 0 or step == steps - 1:
             for k, val in params.items():
                 writer.add_histogram(f"params/{k}", val, step)
-            writer.add_image("decision", decision_image(params, xv, yv), step)
+            writer.add_image("predictions/decision", decision_image(params, xv, yv), step)
     _, pv = forward(params, xv)
     final_acc = float(np.mean((pv > 0.5) == yv))
     writer.add_hparams(
-        {"hidden": hidden, "lr": lr}, {"hparam/val_accuracy": final_acc}, run_name="hparams"
+        {"hidden": hidden, "lr": lr}, {"accuracy/final_val": final_acc}, run_name="hparams"
     )
     step_time.close()
     tallyboard.unregister_event_handler(handle)

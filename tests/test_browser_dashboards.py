@@ -400,15 +400,15 @@ def test_timeseries(page: Any, tb: Any, tmp_path: Path) -> None:
         goto(page, tb.base, "timeseries")
         dash = page.locator("metrics-dashboard")
         dash.locator("metrics-card-group-toolbar").first.wait_for()
-        for tag, runs, points in [
-            ("train/loss", 2, 50),
-            ("short/two_points", 2, 2),
-            ("loss/train", 1, 600),
+        for tag, points in [
+            ("train/loss", [50, 50]),
+            ("short/two_points", [2, 2]),
+            ("loss/train", [60, 600]),  # the demo's 600 steps; its MindSpore mirror's 60
         ]:
             lines = _visible_vertices(_timeseries_card(page, tag))
             # a line per run, and its smoothed twin
-            check(len(lines) == 2 * runs, f"timeseries {tag}: {len(lines)} lines, {runs} runs")
-            check(all(n == points for n, _ in lines), f"timeseries {tag}: vertices {lines}")
+            got = sorted(n for n, _ in lines)
+            check(got == sorted(2 * points), f"timeseries {tag}: vertices {lines}, want {points}")
         card = _timeseries_card(page, "samples/image")
         img = card.locator("img").first
         img.wait_for()
@@ -419,7 +419,7 @@ def test_timeseries(page: Any, tb: Any, tmp_path: Path) -> None:
 
 
 def test_timeseries_demo_step_time_is_visible(page: Any, tb: Any, tmp_path: Path) -> None:
-    """The demo's ``step_time_ms.max`` draws a line inside its chart, not an empty box.
+    """The demo's ``time/step_ms.max`` draws a line inside its chart, not an empty box.
 
     With "Ignore outliers in chart scaling" (TensorBoard's default) the y range comes from the
     values between the 5th and 95th percentile: of 2 points neither is, the range falls back to
@@ -429,7 +429,7 @@ def test_timeseries_demo_step_time_is_visible(page: Any, tb: Any, tmp_path: Path
 
     def body() -> None:
         goto(page, tb.base, "timeseries")
-        for tag in ["step_time_ms.max", "step_time_ms.mean"]:
+        for tag in ["time/step_ms.max", "time/step_ms.mean"]:
             lines = _visible_vertices(_timeseries_card(page, tag))  # the line, its smoothed twin
             check(all(n >= 10 for n, _ in lines), f"timeseries {tag}: points per line {lines}")
             # outliers may leave the range (that is the setting); the line itself must be drawn
@@ -438,7 +438,45 @@ def test_timeseries_demo_step_time_is_visible(page: Any, tb: Any, tmp_path: Path
     run_check(page, "timeseries_step_time", tmp_path, body, height=1200)
 
 
-SCALAR_TAGS = ["train/loss", "train/acc", "short/two_points", "step_time_ms.max", "loss/train"]
+def _card_groups(page: Any) -> list[tuple[str, int, bool]]:
+    """Time Series' groups of cards in page order: name, cards, and whether it is open."""
+    groups = page.locator("metrics-dashboard .card-group")
+    groups.first.locator(".group-title").wait_for()
+    out = []
+    for g in groups.all():
+        count = g.locator(".group-card-count")  # shown for more than one card
+        cards = int("".join(filter(str.isdigit, count.inner_text()))) if count.count() else 1
+        opened = g.locator("mat-icon[svgicon='expand_less_24px']").count() > 0
+        out.append((g.locator(".group-title").inner_text().strip(), cards, opened))
+    return out
+
+
+def test_timeseries_demo_opens_on_its_loss_and_groups_its_charts(
+    page: Any, logdirs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """TensorBoard over the demo alone opens the groups that sort first (its own rule: the
+    first two): ``accuracy`` and ``loss``; the step-time statistics are one group; the MindSpore
+    face's mirror draws in the writer's cards (its run in the loss and accuracy charts)."""
+    with tensorboard_server(logdirs[0] / "demo") as server:
+        wait_plugins_enabled(server, ["timeseries", "scalars"])
+
+        def body() -> None:
+            goto(page, server.base, "timeseries")
+            groups = _card_groups(page)
+            names = [name for name, _, _ in groups]
+            check(names[:2] == ["accuracy", "loss"], f"demo groups: {groups}")
+            check(all(opened for _, _, opened in groups[:2]), f"demo groups: {groups}")
+            check(not any(opened for _, _, opened in groups[2:]), f"demo groups: {groups}")
+            check(("time", 2, False) in groups, f"demo groups: {groups}")
+            check(not any(n.startswith("step_time") for n in names), f"demo groups: {groups}")
+            for tag, runs in [("loss/train", 2), ("accuracy", 3)]:  # the mirror's run is one
+                lines = _visible_vertices(_timeseries_card(page, tag))
+                check(len(lines) == 2 * runs, f"demo {tag}: {len(lines)} lines, {runs} runs")
+
+        run_check(page, "timeseries_demo_groups", tmp_path, body, height=1200)
+
+
+SCALAR_TAGS = ["train/loss", "train/acc", "short/two_points", "time/step_ms.max", "loss/train"]
 
 
 def test_scalars(page: Any, tb: Any, tmp_path: Path) -> None:

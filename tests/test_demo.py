@@ -49,7 +49,7 @@ def test_demo_default_run_learns_the_spirals_and_writes_all_three_faces(tmp_path
     printed = float(m.group(1))
     assert printed >= ACCURACY_FLOOR, out
     assert m.group(2) == str(log_dir)
-    [metric] = load_run(log_dir / "hparams").Scalars("hparam/val_accuracy")
+    [metric] = load_run(log_dir / "hparams").Scalars("accuracy/final_val")
     assert round(metric.value, 3) == printed  # the HPARAMS tab shows what it printed
 
     run = load_run(log_dir)
@@ -60,7 +60,7 @@ def test_demo_default_run_learns_the_spirals_and_writes_all_three_faces(tmp_path
     assert {"params/w1", "params/w2"} <= set(tags["histograms"])
     # the Stat's windows are written at the training step they closed at (the loss's x axis),
     # not numbered 0, 1, 2, ... by window
-    for tag in ["step_time_ms.mean", "step_time_ms.max"]:
+    for tag in ["time/step_ms.mean", "time/step_ms.max"]:
         steps = [e.step for e in run.Scalars(tag)]
         assert len(steps) >= 2 and steps == sorted(steps) and 0 < steps[-1] <= 599, steps
         assert steps[-1] >= 500 and len(set(steps)) >= len(steps) - 1, steps
@@ -69,17 +69,21 @@ def test_demo_default_run_learns_the_spirals_and_writes_all_three_faces(tmp_path
 
     [summary] = (log_dir / "mindspore").glob("events.out.events.summary.*_MS")
     got = mindspore_reader.values(summary)
-    assert [(s, t) for s, t, _, _ in got if t == "loss"] == [(s, "loss") for s in range(0, 600, 10)]
-    assert [(s, k) for s, t, k, _ in got if t == "w1"] == [
+    assert [s for s, t, _, _ in got if t == "loss/train"] == list(range(0, 600, 10))
+    assert [(s, k) for s, t, k, _ in got if t == "params/w1"] == [
         (s, "histogram") for s in range(0, 600, 50)
     ]
-    assert "loss" in load_run(log_dir / "mindspore").Tags()["scalars"]  # tensorboard=True
+    # tensorboard=True: the mirror's charts are the writer's (the same tags)
+    mirror = load_run(log_dir / "mindspore").Tags()
+    assert {"loss/train", "accuracy"} <= set(mirror["scalars"]) and mirror["histograms"] == [
+        "params/w1"
+    ]
     assert _tensorboard_runs(tmp_path) == _readme_demo_runs()
 
     # the decision image shows the spirals: its colours classify spiral points it never saw
     from PIL import Image
 
-    images = run.Images("decision")
+    images = run.Images("predictions/decision")
     assert [i.step for i in images] == [*range(0, 600, 50), 599]
     pixels = np.asarray(Image.open(io.BytesIO(images[-1].encoded_image_string)).convert("RGB"))
     demo = demo_module()
