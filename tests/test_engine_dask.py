@@ -61,6 +61,17 @@ def test_the_frame_is_reads_row_for_row_with_its_dtypes(client: Any, sweep: Path
     assert_same_rows(ddf.compute(), want)
 
 
+def test_by_default_two_partitions_per_worker_thread(client: Any, sweep: Path) -> None:
+    assert sum(client.nthreads().values()) == 2
+    assert tallyboard_dask.read(sweep).npartitions == 4  # the sweep is far under a blocksize
+
+
+def test_nothing_selected_is_reads_empty_frame(client: Any, sweep: Path) -> None:
+    got = tallyboard_dask.read(sweep, runs="no such run*")
+    assert got.npartitions == 1
+    assert dict(got.compute().dtypes.astype(str)) == dict(read(sweep, runs="x").dtypes.astype(str))
+
+
 def test_one_partition_per_share_of_whole_runs(client: Any, sweep: Path) -> None:
     ddf = tallyboard_dask.read(sweep, blocksize=1)  # every run a share of its own
     parts = client.compute(ddf.to_delayed(), sync=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import re
 import warnings
@@ -415,22 +414,19 @@ def _write_on(
     goes into ``files_state``. Returns the rows written."""
     from tallyboard.reading.engines import connect
     from tallyboard.reading.pool import _warn_again
-    from tallyboard.reading.shares import SHARE_BYTES, SHARE_FILES, deal, worker_options
+    from tallyboard.reading.shares import deal, worker_options
 
     listed = {f[0]: f for f in run_reader.listed()}
     files = [listed[path] for path in run_reader.to_read()]
     rows = 0
     with connect(on) as engine:
-        by_size = max(
-            math.ceil(sum(f[3] for f in files) / SHARE_BYTES), math.ceil(len(files) / SHARE_FILES)
-        )
         plan = Plan(
             run_reader.fs.unstrip_protocol(run_reader.root),
             run_reader.kind or SCALAR,
             tags,
             None if run_reader.formats is None else tuple(sorted(run_reader.formats)),
             worker_options(run_reader),
-            deal(files, max(by_size, 2 * engine.cores)),
+            deal(files, at_least=2 * engine.cores),
             run_reader.deadline,
         )
         tasks = [

@@ -83,10 +83,12 @@ def plan(
     share_bytes: int = SHARE_BYTES,
     share_files: int = SHARE_FILES,
     deadline: float | None = None,
+    at_least: int = 1,
 ) -> Plan:
     """List ``logdir`` once and deal its files into shares of whole runs of about the same
     bytes: ``partitions`` shares when given (fewer when there are fewer runs), else as many
-    as keep each under ``share_bytes`` and ``share_files``. The arguments are
+    as keep each under ``share_bytes`` and ``share_files``, and at least ``at_least`` (see
+    :func:`deal`). The arguments are
     :func:`tallyboard.read`'s; ``storage_options`` go to fsspec (credentials, endpoint) here
     and on every worker (default: this process's fsspec configuration, see
     :func:`worker_options`); ``deadline`` bounds each call to a remote store, here and there
@@ -117,7 +119,7 @@ def plan(
         tag_globs,
         format_names,
         worker_options(reader),
-        deal(files, partitions, share_bytes, share_files),
+        deal(files, partitions, share_bytes, share_files, at_least),
         deadline,
     )
 
@@ -143,15 +145,19 @@ def deal(
     partitions: int | None = None,
     share_bytes: int = SHARE_BYTES,
     share_files: int = SHARE_FILES,
+    at_least: int = 1,
 ) -> tuple[tuple[File, ...], ...]:
     """``files`` (in reading order) cut into consecutive shares, only where the run changes,
     of about the same bytes: ``partitions`` of them, else enough to keep each under
-    ``share_bytes`` and ``share_files`` (a run bigger than that is a share of its own)."""
+    ``share_bytes`` and ``share_files`` and at least ``at_least`` (two per core of the
+    cluster keep every core busy to the end); never more than there are runs."""
     if not files:
         return ()
     total = sum(max(f[3], 1) for f in files)
     if partitions is None:
-        partitions = max(math.ceil(total / share_bytes), math.ceil(len(files) / share_files))
+        partitions = max(
+            math.ceil(total / share_bytes), math.ceil(len(files) / share_files), at_least
+        )
     shares: list[tuple[File, ...]] = []
     start, held, done = 0, 0, 0
     for i, f in enumerate(files):

@@ -8,6 +8,7 @@ from typing import Any
 
 import dask
 import dask.dataframe as dd
+import distributed
 import pandas as pd
 from dask.dataframe.utils import clear_known_categories
 from tallyboard.reading import shares
@@ -37,7 +38,8 @@ def read(
     reads it (every checksum verified, a remote store's files fetched many at once under its
     deadline), so the client holds one partition at a time when it iterates. Computed, the
     frame equals ``read``'s row for row, with the same columns and dtypes (``run`` and ``tag``
-    categorical, their categories unknown until computed, as Dask's own readers give them).
+    categorical, their categories unknown until computed, as Dask's own readers give them;
+    for a kind other than scalars, the first partition is read here to learn its columns).
     A damaged record is skipped and its warning reaches the client (``distributed.warn``); a
     worker lost mid-read has its share read again by the scheduler.
 
@@ -48,7 +50,8 @@ def read(
             default ``None``: this process's fsspec configuration of the store's protocol
             (``fsspec.config.conf``), else each worker's own (its environment).
         partitions: The number of partitions (at most one per run). Default ``None``: by
-            ``blocksize``, and at most 1,000 files each.
+            ``blocksize`` and at most 1,000 files each, and at least two per worker thread of
+            the cluster (the default client's; without one, two per core).
         deadline: Seconds each call to a remote store may take, here and on the workers
             (default ``None``: ``TALLYBOARD_REMOTE_DEADLINE``'s in each process, else 60): a
             store that stalls fails the read with ``OSError`` instead of holding a task.
@@ -76,17 +79,17 @@ def read(
         partitions,
         share_bytes=blocksize,
         deadline=deadline,
+        at_least=2 * _cores(),
     )
-    meta: Any = shares.empty(kind)
-    if kind == shares.SCALAR:
-        meta = clear_known_categories(meta)
-    elif len(plan):
-        meta = dd.utils.no_default  # another kind's columns: from the first partition
-    if index is not None and meta is not dd.utils.no_default:
-        meta = _indexed(meta)
-    if not len(plan):
+    if not len(plan):  # nothing matches: read's empty frame, as one partition
+        empty = shares.empty(kind)
         with dask.config.set({"dataframe.convert-string": False}):
-            return dd.from_pandas(meta, npartitions=1)
+            return dd.from_pandas(empty if index is None else _indexed(empty), npartitions=1)
+    meta: Any = dd.utils.no_default  # another kind's columns: from the first partition
+    if kind == shares.SCALAR:
+        meta = clear_known_categories(shares.empty(kind))
+        if index is not None:
+            meta = _indexed(meta)
     # the partitions' dtypes as read gives them: dask would turn every object column into its
     # string dtype, cells that hold lists, arrays or bytes (shapes, tensors, images) included
     with dask.config.set({"dataframe.convert-string": False}):
@@ -99,6 +102,16 @@ def read(
             label="tallyboard-read",
             enforce_metadata=False,
         )
+
+
+def _cores() -> int:
+    """The worker threads of the Dask cluster this process is a client of (its default
+    client), else this machine's cores (the local schedulers')."""
+    try:
+        client = distributed.default_client()
+    except ValueError:
+        return os.cpu_count() or 1
+    return max(1, sum(client.nthreads().values()))
 
 
 def _read_part(plan: Plan, index: str | None = None) -> pd.DataFrame:

@@ -13,6 +13,13 @@ from tallyboard.reading import shares
 from tallyboard.reading.shares import Plan
 
 
+def _cores() -> int:
+    """The CPUs of the Ray cluster this process has joined, else this machine's cores."""
+    if ray.is_initialized():
+        return max(1, int(ray.cluster_resources().get("CPU", 1)))
+    return os.cpu_count() or 1
+
+
 def _schema() -> Any:
     import pyarrow as pa
 
@@ -61,6 +68,7 @@ class TallyboardDatasource(Datasource):  # type: ignore[misc]
             partitions,
             share_bytes=blocksize,
             deadline=deadline,
+            at_least=2 * _cores(),
         )
 
     def get_name(self) -> str:
@@ -138,7 +146,8 @@ def read(
             default ``None``: this process's fsspec configuration of the store's protocol
             (``fsspec.config.conf``), else each worker's own (its environment).
         partitions: The number of read tasks (at most one per run). Default ``None``: by
-            ``blocksize``, and at most 1,000 files each.
+            ``blocksize`` and at most 1,000 files each, and at least two per CPU of the Ray
+            cluster joined (else of this machine).
         deadline: Seconds each call to a remote store may take, here and on the workers
             (default ``None``: ``TALLYBOARD_REMOTE_DEADLINE``'s in each process, else 60): a
             store that stalls fails the read with ``OSError`` instead of holding a task.
