@@ -46,7 +46,7 @@ myst_heading_anchors = 3
 html_theme = "furo"
 html_title = f"tallyboard {release}"
 html_static_path = ["_static"]
-html_css_files = ["tables.css"]
+html_css_files = ["tables.css", "code.css"]
 
 # Copy buttons leave out console prompts and the output lines after them.
 copybutton_prompt_text = "$ "

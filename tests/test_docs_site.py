@@ -218,3 +218,40 @@ def test_committed_inventories_are_sphinx_inventories() -> None:
         assert header.startswith(b"# Sphinx inventory version 2\n"), name
         lines = zlib.decompress(body).decode().splitlines()
         assert lines and all(len(line.split(" ", 4)) == 5 for line in lines), name
+
+
+def test_code_blocks_wrap_rather_than_run_past_the_edge_at_1280_px(site: Path) -> None:
+    """In a 1280 px window no code block of any page holds text beyond its right edge (a line
+    longer than the column wraps), and a 100-column line, the project's, is not wrapped (but
+    in the API reference, whose examples are indented under their entry)."""
+    from browser_support import open_page
+
+    measure = """() => [...document.querySelectorAll('article div.highlight pre')].map(p => {
+        const one = (text) => {
+            const q = p.cloneNode(false);
+            q.textContent = text;
+            p.parentElement.appendChild(q);
+            const h = q.getBoundingClientRect().height;
+            q.remove();
+            return h;
+        };
+        const r = p.getBoundingClientRect();
+        return [p.scrollWidth <= p.clientWidth, r.right <= document.documentElement.clientWidth,
+                p.closest('dl') !== null || one('x'.repeat(100)) === one('x')];
+    })"""
+    pages = sorted(
+        p.relative_to(site)
+        for p in site.rglob("*.html")
+        if not any(part.startswith("_") for part in p.relative_to(site).parts)
+    )
+    bad, blocks = [], 0
+    with open_page() as page:
+        page.set_viewport_size({"width": 1280, "height": 900})
+        for rel in pages:
+            page.goto((site / rel).as_uri())
+            for i, (inside, in_view, fits) in enumerate(page.evaluate(measure)):
+                blocks += 1
+                if not (inside and in_view and fits):
+                    bad.append(f"{rel} block {i}: inside={inside} in_view={in_view} fits={fits}")
+    assert blocks >= 100, blocks
+    assert not bad, bad
