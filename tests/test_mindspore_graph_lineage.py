@@ -181,6 +181,45 @@ def test_hparams_join_the_custom_lineage_written_before_the_train_lineage(tmp_pa
     assert table.drop(columns="run").to_dict("records") == [
         {"learning_rate": 0.1, "optimizer": "Adam", "custom/note": "first"}
     ]
+    # converted, these come first (TensorBoard keeps a run's first hyper-parameters), before
+    # the train lineage's own
+    tallyboard.convert(str(tmp_path / "run"), str(tmp_path / "tb"), to="tfevents")
+    assert _session_hparams(_accumulator(tmp_path / "tb")) == {
+        "learning_rate": 0.1,
+        "optimizer": "Adam",
+        "custom/note": "first",
+    }
+
+
+def _session_hparams(acc: Any) -> dict[str, Any]:
+    from google.protobuf.json_format import MessageToDict
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    content = acc.PluginTagToContent("hparams")["_hparams_/session_start_info"]
+    data = plugin_data_pb2.HParamsPluginData.FromString(content)
+    return {k: MessageToDict(v) for k, v in data.session_start_info.hparams.items()}
+
+
+def test_the_tensorboard_mirror_holds_the_train_lineage_as_hyper_parameters(
+    tmp_path: Path,
+) -> None:
+    custom = UserDefinedInfo()
+    custom.map_str["note"] = "mirror"
+    train = TrainLineage()
+    train.hyper_parameters.batch_size = 8
+    train.algorithm.loss = 0.25
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every lineage kind reaches the mirror: no warning
+        with SummaryRecord(str(tmp_path), tensorboard=True) as record:
+            record.add_value("custom_lineage_data", "custom", custom)
+            record.record(1)
+            record.add_value("train_lineage", "train_lineage", train)
+            record.record(2)
+    acc = _accumulator(tmp_path)
+    assert _session_hparams(acc) == {"batch_size": 8.0}  # the custom lineage: its TEXT table
+    (loss,) = acc.Tensors("lineage/loss")
+    assert loss.tensor_proto.float_val[0] == 0.25
+    assert b"| note | mirror |" in acc.Tensors("lineage/custom")[0].tensor_proto.string_val[0]
 
 
 def test_a_damaged_train_lineage_is_reported_and_the_rest_is_read(tmp_path: Path) -> None:

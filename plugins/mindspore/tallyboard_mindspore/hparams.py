@@ -7,8 +7,9 @@ first step. TensorBoard takes one ``session_start_info`` per run, from its first
 two are joined here into one row of the ``hparams`` kind, made when the train lineage is read,
 holding the train lineage's fields and ``custom/<key>`` for each custom value written before it
 in the same file. The board and ``convert --to tfevents`` then write it with the hparams kind's
-own encoder, and ``tallyboard.read(logdir, kind="hparams")`` lists it with the run's last
-scalars. The names (:data:`TRAIN_FIELDS`) are documented field by field in docs/mindspore.md.
+own encoder, before the train lineage's own hyper-parameters (which its ``tfevents`` encoder
+writes for the mirror of ``tensorboard=True``, where no lineage file is read), so TensorBoard
+keeps these; ``tallyboard.read(logdir, kind="hparams")`` lists it with the run's last scalars. The names (:data:`TRAIN_FIELDS`) are documented field by field in docs/mindspore.md.
 
 :class:`LineageHParams` wraps a lineage file's reader and adds that row to what it reads; the
 rows and scalars of the file are left as the reader gives them.
@@ -137,4 +138,9 @@ class LineageHParams:
                     "hparams": hparams,
                 },
             )
+        if HPARAMS_KIND in batch.rows:
+            # first: the board and convert write kinds in this order, and TensorBoard keeps a
+            # run's first hyper-parameters, so these (custom lineage joined) come before the
+            # train lineage's own (its tfevents encoder writes those, for the mirror)
+            batch.rows = {HPARAMS_KIND: batch.rows.pop(HPARAMS_KIND), **batch.rows}
         return batch

@@ -7,19 +7,22 @@ of ``SummaryRecord(tensorboard=True)``:
 - ``anf_graph``: the network as the run's graph (an ``Event.graph_def``, GRAPHS' default graph);
 - ``dataset_graph``: the dataset pipeline as GRAPHS' graph tagged ``dataset_graph`` (a
   ``graph_run_metadata_graph`` summary, as ``tf.summary.trace_export`` writes one);
-- ``train_lineage``: the final loss as the scalar ``lineage/loss``;
+- ``train_lineage``: the final loss as the scalar ``lineage/loss``, and its fields as the run's
+  hyper-parameters (HPARAMS' ``session_start_info``; what the mirror of ``tensorboard=True``
+  shows: read from MindSpore files, the run's hyper-parameters are the lineage file's train and
+  custom lineage together, :mod:`tallyboard_mindspore.hparams`, and come first);
 - ``eval_lineage``: each number of its metrics as the scalar ``lineage/metric/<name>`` and the
   evaluation dataset's size as ``lineage/valid_dataset_size``;
 - ``custom_lineage_data``: its values as a table in TEXT, tagged ``lineage/custom``.
 
-The HPARAMS dashboard's hyper-parameters come from the run's lineage file as a whole (train and
-custom lineage together): :mod:`tallyboard_mindspore.hparams`.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from .hparams import SESSION_START_TAG
 
 #: Tags of what the lineage gives TensorBoard.
 LOSS_TAG = "lineage/loss"
@@ -64,16 +67,41 @@ def _scalars(step: int | None, wall_time: float, values: dict[str, float]) -> by
     )
 
 
+def session_start_value(hparams: dict[str, bool | float | str]) -> Any:
+    """The hparams plugin's ``session_start_info`` summary of ``hparams`` (metadata only, as
+    torch writes it): ``HParamsPluginData{version 0, session_start_info{hparams}}``, each value a
+    ``google.protobuf.Value`` (number 2, string 3, bool 4)."""
+    from tallyboard.records.wire import field_bytes, field_double, field_varint
+    from tallyboard_tfevents.proto import SummaryValue, metadata
+
+    entries = b""
+    for name, value in hparams.items():
+        if isinstance(value, bool):
+            packed = field_varint(4, int(value))
+        elif isinstance(value, str):
+            packed = field_bytes(3, value.encode("utf-8"))
+        else:
+            packed = field_double(2, float(value))
+        entries += field_bytes(1, field_bytes(1, name.encode("utf-8")) + field_bytes(2, packed))
+    data = field_varint(1, 0) + field_bytes(3, entries)
+    return SummaryValue(tag=SESSION_START_TAG, metadata=metadata("hparams", data))
+
+
 def encode_train_lineage(tag: str, step: int | None, wall_time: float, message: bytes) -> bytes:
-    """A ``TrainLineage``'s final loss as the scalar ``lineage/loss`` (an Event with no value
-    when the lineage holds no loss)."""
+    """A ``TrainLineage`` as the run's hyper-parameters (its fields,
+    :func:`tallyboard_mindspore.hparams.train_hparams`) and its final loss as the scalar
+    ``lineage/loss`` when it holds one."""
     from tallyboard_lineage.messages import TrainLineage
+    from tallyboard_tfevents.encoding import summary_event
+    from tallyboard_tfevents.proto import SummaryValue
+
+    from .hparams import train_hparams
 
     lineage = TrainLineage.FromString(message)
-    values = {}
+    values = [session_start_value(train_hparams(message))]
     if lineage.algorithm.HasField("loss"):
-        values[LOSS_TAG] = float(lineage.algorithm.loss)
-    return _scalars(step, wall_time, values)
+        values.append(SummaryValue(tag=LOSS_TAG, simple_value=float(lineage.algorithm.loss)))
+    return summary_event(step, wall_time, values)
 
 
 def metrics_of(metric: str) -> dict[str, float]:
