@@ -25,6 +25,7 @@ Each log dir is written once per module and each server started once per module.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import os
 import shutil
@@ -365,13 +366,16 @@ def _read(res: Any, kind: str) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def _blob(stub: Any, key: str) -> bytes:
+    """The blob ``key`` names, read once per server (a key names the same blob while served)."""
+    return b"".join(r.data for r in stub.ReadBlob(pb.ReadBlobRequest(blob_key=key)))
+
+
 def _blobs(stub: Any, read: dict[str, Any]) -> dict[str, Any]:
     """Blob keys replaced by the blobs they name (keys differ by design: opaque strings)."""
     for series in read.values():
-        series["value"] = [
-            [b"".join(r.data for r in stub.ReadBlob(pb.ReadBlobRequest(blob_key=k))) for k in seq]
-            for seq in series["value"]
-        ]
+        series["value"] = [[_blob(stub, k) for k in seq] for seq in series["value"]]
     return read
 
 
