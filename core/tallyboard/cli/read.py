@@ -53,13 +53,13 @@ def _note_skipped(reader: RunReader) -> None:
     for parent, names in sorted(reader.skipped.items()):
         if not _mirror_we_wrote(reader, parent, names):
             by_names.setdefault(tuple(sorted(names)), []).append(reader.run_of(parent))
-    for names, runs in by_names.items():
+    for formats, runs in by_names.items():
         shown = ", ".join(repr(r) for r in runs[:3]) + (
             f" and {len(runs) - 3} more" if len(runs) > 3 else ""
         )
         line = (
             f"note: run{'s' if len(runs) > 1 else ''} {shown} also hold{'' if len(runs) > 1 else 's'}"
-            f" {', '.join(names)} files with the same values; not read (--from {' --from '.join(names)}"
+            f" {', '.join(formats)} files with the same values; not read (--from {' --from '.join(formats)}"
             " reads them)"
         )
         if line not in _noted:
