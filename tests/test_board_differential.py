@@ -528,7 +528,8 @@ def _legacy_histograms(view: FileView, call: str, req: Any, answer: dict[str, An
 
 def _double_scalars(view: FileView, call: str, req: Any, answer: dict[str, Any]) -> None:
     """Scalars written as float64 tensors: RustBoard serves none of them; TensorBoard's
-    Python loader serves them, as float64."""
+    Python loader serves them (as float64 in its own process; the data-provider protocol's
+    ``ScalarData.value`` carries float32)."""
     from tallyboard.board.sampling import downsample
 
     if req.plugin_filter.plugin_name != "scalars" or call not in ("ListScalars", "ReadScalars"):
@@ -551,7 +552,10 @@ def _double_scalars(view: FileView, call: str, req: Any, answer: dict[str, Any])
             answer[f"{run} | {tag}"] = {
                 "step": [p[0] for p in kept],
                 "wall_time": [p[1] for p in kept],
-                "value": [_float(float(tensor_util.make_ndarray(p[2].tensor))) for p in kept],
+                # ScalarData.value is a float field: the protocol carries float32
+                "value": [
+                    _float(float(np.float32(tensor_util.make_ndarray(p[2].tensor)))) for p in kept
+                ],
             }
 
 
