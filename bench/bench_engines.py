@@ -230,7 +230,7 @@ def main() -> None:
                         max(per_task, per_share),
                     )
                 if "tasks" not in skip and "ray 2 workers" in engines:
-                    import tallyboard_ray
+                    from tallyboard.reading import shares
 
                     per_task = task_cost_ray(n_tasks)
                     per_share = share_cost(lambda p, url=url: read_ray_in(url, p), 1)
@@ -239,7 +239,7 @@ def main() -> None:
                         f" read {per_share * 1e3:.1f} ms end to end",
                         flush=True,
                     )
-                    n_parts = len(tallyboard_ray.TallyboardDatasource(url).plan)
+                    n_parts = len(shares.plan(url, at_least=4))
                     expected(
                         "ray",
                         listing,

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import struct
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +125,40 @@ def grow(run_dir: Path, steps: int = 5) -> None:
     with SummaryWriter(run_dir) as w:
         for step in range(1000, 1000 + steps):
             w.add_scalar("loss", float(step), step, walltime=1.8e9 + step)
+
+
+def fails_within(
+    proxy: ReadStallProxy, read: Callable[[], Any], error: type[BaseException], seconds: float
+) -> None:
+    """``read()`` (set up with ``deadline=2``) raises ``error`` naming that deadline while the
+    store stalls its reads, and within ``seconds``: no task hangs."""
+    proxy.running.clear()
+    started = time.monotonic()
+    try:
+        with pytest.raises(error, match="within 2"):
+            read()
+    finally:
+        proxy.running.set()
+    assert time.monotonic() - started < seconds
+
+
+def exports_alike(tmp_path: Path, on: str, kinds: tuple[str, ...], grown: str, capsys: Any) -> str:
+    """``export --dataset`` of a small sweep ``--on`` an engine and here, per kind, then again
+    after the run ``grown`` grew: the same partitions, schema and rows each time. Returns
+    what the engine's last export said on stderr."""
+    from tallyboard.cli import main
+
+    root = write_sweep(tmp_path / "sweep", runs=6, steps=20)
+
+    def both(kind: str) -> str:
+        there, here = tmp_path / f"on-{kind}", tmp_path / f"here-{kind}"
+        assert main(["export", str(root), "--dataset", str(there), "--kind", kind, "--on", on]) == 0
+        said = capsys.readouterr().err
+        assert main(["export", str(root), "--dataset", str(here), "--kind", kind]) == 0
+        assert_same_exports(there, here)
+        return said
+
+    for kind in kinds:
+        both(kind)
+    grow(root / grown)  # the next export appends only what is new
+    return both("scalar")

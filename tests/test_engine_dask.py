@@ -18,7 +18,8 @@ from engine_support import (
     assert_same_exports,
     assert_same_rows,
     corrupt_a_record,
-    grow,
+    exports_alike,
+    fails_within,
     s3_sweep,
     write_sweep,
 )
@@ -159,47 +160,15 @@ def test_a_stalled_store_fails_the_read_within_its_deadline(
 ) -> None:
     url, options, proxy = on_s3
     ddf = tallyboard_dask.read(url, storage_options=options, partitions=2, deadline=2)
-    proxy.running.clear()
-    started = time.monotonic()
-    try:
-        with pytest.raises(OSError, match="within 2"):
-            ddf.compute()
-    finally:
-        proxy.running.set()
-    assert time.monotonic() - started < 20
+    fails_within(proxy, ddf.compute, OSError, 20)
 
 
 def test_export_on_dask_writes_the_files_and_schema_of_an_export_here(
     client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = write_sweep(tmp_path / "sweep", runs=6, steps=20)
     on = "dask://" + client.scheduler.address.removeprefix("tcp://")
-    for kind in ("scalar", "histogram"):
-        assert (
-            main(
-                [
-                    "export",
-                    str(root),
-                    "--dataset",
-                    str(tmp_path / f"on-{kind}"),
-                    "--kind",
-                    kind,
-                    "--on",
-                    on,
-                ]
-            )
-            == 0
-        )
-        assert (
-            main(["export", str(root), "--dataset", str(tmp_path / f"here-{kind}"), "--kind", kind])
-            == 0
-        )
-        assert_same_exports(tmp_path / f"on-{kind}", tmp_path / f"here-{kind}")
-    grow(root / "lr2" / "seed1")  # the next export appends only what is new
-    assert main(["export", str(root), "--dataset", str(tmp_path / "on-scalar"), "--on", on]) == 0
-    assert "appended 5 scalars" in capsys.readouterr().err
-    assert main(["export", str(root), "--dataset", str(tmp_path / "here-scalar")]) == 0
-    assert_same_exports(tmp_path / "on-scalar", tmp_path / "here-scalar")
+    said = exports_alike(tmp_path, on, ("scalar", "histogram"), "lr2/seed1", capsys)
+    assert "appended 5 scalars" in said
 
 
 def test_a_worker_killed_mid_export_leaves_the_dataset_an_export_here_writes(

@@ -40,36 +40,13 @@ SCHEMA = _schema()
 
 
 class TallyboardDatasource(Datasource):  # type: ignore[misc]
-    """A log dir's values of one kind, for ``ray.data.read_datasource``: listed here, once,
-    when made; each read task reads one share of runs as :func:`tallyboard.read` reads it
-    and gives it as one Arrow block (``run`` and ``tag`` dictionary-encoded). Arguments as
-    :func:`read`'s."""
+    """A log dir's values of one kind, for ``ray.data.read_datasource``: the shares of runs of
+    ``plan`` (:func:`tallyboard.reading.shares.plan`, listed once by the driver), each read by
+    one read task as :func:`tallyboard.read` reads it and given as one Arrow block (``run``
+    and ``tag`` dictionary-encoded). :func:`read` makes one."""
 
-    def __init__(
-        self,
-        logdir: str | os.PathLike[str],
-        runs: str | Iterable[str] | None = None,
-        tags: str | Iterable[str] | None = None,
-        kind: str = "scalar",
-        formats: str | Iterable[str] | None = None,
-        storage_options: dict[str, Any] | None = None,
-        partitions: int | None = None,
-        blocksize: int = shares.SHARE_BYTES,
-        deadline: float | None = None,
-    ) -> None:
-        shares.positive(blocksize, "blocksize")
-        self.plan = shares.plan(
-            logdir,
-            runs,
-            tags,
-            kind,
-            formats,
-            storage_options,
-            partitions,
-            share_bytes=blocksize,
-            deadline=deadline,
-            at_least=2 * _cores(),
-        )
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
 
     def get_name(self) -> str:
         return "Tallyboard"
@@ -158,7 +135,18 @@ def read(
             1.
         OSError: The store could not be listed.
     """
-    source = TallyboardDatasource(
-        logdir, runs, tags, kind, formats, storage_options, partitions, blocksize, deadline
+    shares.positive(blocksize, "blocksize")
+    plan = shares.plan(
+        logdir,
+        runs,
+        tags,
+        kind,
+        formats,
+        storage_options,
+        partitions,
+        share_bytes=blocksize,
+        deadline=deadline,
+        at_least=2 * _cores(),
     )
+    source = TallyboardDatasource(plan)
     return ray.data.read_datasource(source, **read_args)
