@@ -41,6 +41,7 @@ from mindspore_support import (
     scenario,
     summary_net,
 )
+from test_mindspore_graph_lineage import _accumulator, _session_hparams
 from test_tensorboard_server_graph_hparams_embedding import _session_groups
 
 MODES = ("graph", "pynative")
@@ -143,14 +144,6 @@ def converted(runs: Results, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     return out
 
 
-def _accumulator(path: Path) -> Any:
-    from tensorboard.backend.event_processing import plugin_event_accumulator as pea
-
-    acc = pea.EventAccumulator(str(path), size_guidance={pea.TENSORS: 0})
-    acc.Reload()
-    return acc
-
-
 def _check_network(graph: Any, facts: dict[str, Any]) -> None:
     """``graph`` (a TensorBoard GraphDef) holds MindSpore's network: every operation under its
     full name (scopes kept), op type, inputs (parameters and constants as nodes named by them
@@ -219,15 +212,6 @@ def test_pynative_mode_has_no_network_graph_as_in_mindspore(
     for side in SIDES:
         assert runs["pynative_mode"].notes[f"{side} graph"] == {}
         assert not _accumulator(converted["pynative"] / side).Tags()["graph"]
-
-
-def _session_hparams(acc: Any) -> dict[str, Any]:
-    from google.protobuf.json_format import MessageToDict
-    from tensorboard.plugins.hparams import plugin_data_pb2
-
-    content = acc.PluginTagToContent("hparams")["_hparams_/session_start_info"]
-    data = plugin_data_pb2.HParamsPluginData.FromString(content)
-    return {k: MessageToDict(v) for k, v in data.session_start_info.hparams.items()}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -333,6 +317,19 @@ def page(served: Any) -> Iterator[Any]:
         yield pg
 
 
+def _graphs_of(page: Any, served: Any, run: str) -> tuple[Any, Any]:
+    """Open GRAPHS and pick ``run`` in its Run menu as a user does; (dashboard, controls)."""
+    goto(page, served.tb.base, "graphs")
+    dash = page.locator("tf-graph-dashboard")
+    controls = dash.locator("tf-graph-controls")
+    menu = controls.locator("paper-dropdown-menu").first
+    menu.wait_for()
+    if run not in menu.locator("input").input_value():
+        menu.click()
+        controls.locator("paper-item").filter(has_text=run).first.click()
+    return dash, controls
+
+
 def test_graphs_dashboard_draws_the_network_with_its_cell_groups(
     page: Any, served: Any, tmp_path: Path
 ) -> None:
@@ -341,14 +338,7 @@ def test_graphs_dashboard_draws_the_network_with_its_cell_groups(
     run = "graph_mode/ms"
 
     def body() -> None:
-        goto(page, served.tb.base, "graphs")
-        dash = page.locator("tf-graph-dashboard")
-        controls = dash.locator("tf-graph-controls")
-        menu = controls.locator("paper-dropdown-menu").first
-        menu.wait_for()
-        if run not in menu.locator("input").input_value():
-            menu.click()
-            controls.locator("paper-item").filter(has_text=run).first.click()
+        dash, _ = _graphs_of(page, served, run)
         scene = dash.locator("tf-graph-scene")
         wait_rendered(scene.locator('g.node[data-name="Default"]'), dash, "graphs")
         for group in ["Default", "Gradients"]:
@@ -376,14 +366,8 @@ def test_graphs_dashboard_draws_the_dataset_pipeline_of_a_pynative_run(
     run = "pynative_mode/tb"
 
     def body() -> None:
-        goto(page, served.tb.base, "graphs")
-        dash = page.locator("tf-graph-dashboard")
-        controls = dash.locator("tf-graph-controls")
+        dash, controls = _graphs_of(page, served, run)
         menus = controls.locator("paper-dropdown-menu")
-        menus.first.wait_for()
-        if run not in menus.first.locator("input").input_value():
-            menus.first.click()
-            controls.locator("paper-item").filter(has_text=run).first.click()
         tag = menus.filter(has=page.locator('input[value="dataset_graph"]'))
         if not tag.count():  # the tag menu offers the run's tagged graphs
             menus.nth(1).click()
