@@ -53,6 +53,9 @@ BLOB_CHUNK = 4 << 20
 MAX_BLOB_KEY = 16 << 10
 #: Characters of a request's input quoted in an error message.
 QUOTED = 40
+#: Seconds a request waits for the first listing beyond the time after which the loader
+#: reports it stalled (``stall_after(deadline)``).
+REPORT_MARGIN = 1.0
 #: Bytes of one request the provider receives (gRPC's default receive limit, set explicitly).
 MAX_REQUEST = 4 << 20
 #: What the JSON inside a key must be, exactly: two strings, a step that is an int64, an index.
@@ -140,8 +143,9 @@ class Servicer(pb_grpc.TensorBoardDataProviderServicer):  # type: ignore[misc]
     # -- the gate and the filters ------------------------------------------------------------
 
     def _ready(self, context: Any) -> None:
-        # The loader reports a store stalled after stall_after(deadline): wait a little longer.
-        self.gate.wait_listed(stall_after(self.deadline) + 0.5)
+        # The loader reports a store stalled after stall_after(deadline): wait a little longer
+        # (a second: on a busy machine its thread may take that long to say so).
+        self.gate.wait_listed(stall_after(self.deadline) + REPORT_MARGIN)
         failed = self.gate.failure()
         if failed is not None:
             code, message = failed
