@@ -248,7 +248,7 @@ def test_code_blocks_wrap_rather_than_run_past_the_edge_at_1280_px(site: Path) -
     with open_page() as page:
         page.set_viewport_size({"width": 1280, "height": 900})
         for rel in pages:
-            page.goto((site / rel).as_uri())
+            page.goto((site / rel).as_uri(), wait_until="domcontentloaded")  # styles are in
             for i, (inside, in_view, fits) in enumerate(page.evaluate(measure)):
                 blocks += 1
                 if not (inside and in_view and fits):
