@@ -33,6 +33,29 @@ def write_sweep(root: Path, runs: int = 12, steps: int = 40) -> Path:
     return root
 
 
+#: arguments both engines' read refuse in the call: ``(kwargs, error, message)``.
+BAD_ARGUMENTS: list[tuple[dict[str, Any], type[Exception], str]] = [
+    ({"partitions": 0}, ValueError, "partitions must be None or an int >= 1"),
+    ({"blocksize": -1}, ValueError, "blocksize must be None or an int >= 1"),
+    ({"storage_options": "key=x"}, TypeError, "storage_options must be None or a dict"),
+    ({"tags": 3}, TypeError, "tags must be None, a str or an iterable of str"),
+    ({"kind": 3}, TypeError, "kind must be a str"),
+]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A module's sweep (:func:`write_sweep`), written once."""
+    return write_sweep(tmp_path_factory.mktemp("engine") / "sweep")
+
+
+@pytest.fixture(scope="module")
+def on_s3(sweep: Path) -> Iterator[tuple[str, dict[str, Any], ReadStallProxy]]:
+    """The module's sweep on moto's S3 (:func:`s3_sweep`), for the module."""
+    with pytest.MonkeyPatch.context() as mp, s3_sweep(sweep, mp) as found:
+        yield found
+
+
 def corrupt_a_record(run_dir: Path) -> None:
     """Flip a byte in the data of the middle record of the run's event file (its CRC then
     fails)."""

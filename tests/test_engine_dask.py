@@ -2,6 +2,7 @@
 once for the module): read's frame row for row, locally and on S3 (moto on 127.0.0.1); a worker
 killed mid-read, a damaged record and a stalled store."""
 
+# ruff: noqa: F401, F811 (the fixtures sweep and on_s3 come from engine_support)
 from __future__ import annotations
 
 import os
@@ -15,12 +16,14 @@ from typing import Any
 
 import pytest
 from engine_support import (
+    BAD_ARGUMENTS,
     assert_same_exports,
     assert_same_rows,
     corrupt_a_record,
     exports_alike,
     fails_within,
-    s3_sweep,
+    on_s3,
+    sweep,
     write_sweep,
 )
 from tallyboard import read
@@ -40,17 +43,6 @@ def client() -> Iterator[Any]:
     )
     with cluster, distributed.Client(cluster) as c:
         yield c
-
-
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_sweep(tmp_path_factory.mktemp("dask") / "sweep")
-
-
-@pytest.fixture(scope="module")
-def on_s3(sweep: Path) -> Iterator[tuple[str, dict[str, Any], Any]]:
-    with pytest.MonkeyPatch.context() as mp, s3_sweep(sweep, mp) as found:
-        yield found
 
 
 def test_the_frame_is_reads_row_for_row_with_its_dtypes(client: Any, sweep: Path) -> None:
@@ -219,13 +211,7 @@ def test_export_on_an_engine_not_installed_or_without_dataset_is_refused(
 
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
-    [
-        ({"partitions": 0}, ValueError, "partitions must be None or an int >= 1"),
-        ({"blocksize": -1}, ValueError, "blocksize must be None or an int >= 1"),
-        ({"index": "tag"}, ValueError, "index must be one of"),
-        ({"storage_options": "key=x"}, TypeError, "storage_options must be None or a dict"),
-        ({"tags": 3}, TypeError, "tags must be None, a str or an iterable of str"),
-    ],
+    [*BAD_ARGUMENTS, ({"index": "tag"}, ValueError, "index must be one of")],
 )
 def test_bad_arguments_are_refused_in_the_call(
     sweep: Path, kwargs: dict[str, Any], error: type[Exception], match: str

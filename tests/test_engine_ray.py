@@ -2,6 +2,7 @@
 read's table row for row, locally and on S3 (moto on 127.0.0.1); a worker killed mid-read, a
 damaged record and a stalled store."""
 
+# ruff: noqa: F401, F811 (the fixtures sweep and on_s3 come from engine_support)
 from __future__ import annotations
 
 import threading
@@ -12,11 +13,13 @@ from typing import Any
 
 import pytest
 from engine_support import (
+    BAD_ARGUMENTS,
     assert_same_rows,
     corrupt_a_record,
     exports_alike,
     fails_within,
-    s3_sweep,
+    on_s3,
+    sweep,
     write_sweep,
 )
 from tallyboard import read
@@ -37,17 +40,6 @@ def runtime() -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
-
-
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_sweep(tmp_path_factory.mktemp("ray") / "sweep")
-
-
-@pytest.fixture(scope="module")
-def on_s3(sweep: Path) -> Iterator[tuple[str, dict[str, Any], Any]]:
-    with pytest.MonkeyPatch.context() as mp, s3_sweep(sweep, mp) as found:
-        yield found
 
 
 def as_frame(ds: Any) -> Any:
@@ -151,15 +143,7 @@ def test_export_on_ray_writes_the_files_and_schema_of_an_export_here(
     assert ray.is_initialized()  # the runtime joined was left running
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "error", "match"),
-    [
-        ({"partitions": 0}, ValueError, "partitions must be None or an int >= 1"),
-        ({"blocksize": 0}, ValueError, "blocksize must be None or an int >= 1"),
-        ({"storage_options": ["key"]}, TypeError, "storage_options must be None or a dict"),
-        ({"kind": 3}, TypeError, "kind must be a str"),
-    ],
-)
+@pytest.mark.parametrize(("kwargs", "error", "match"), BAD_ARGUMENTS)
 def test_bad_arguments_are_refused_in_the_call(
     sweep: Path, kwargs: dict[str, Any], error: type[Exception], match: str
 ) -> None:

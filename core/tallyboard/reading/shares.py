@@ -80,24 +80,24 @@ def plan(
     formats: str | Iterable[str] | None = None,
     storage_options: dict[str, Any] | None = None,
     partitions: int | None = None,
-    share_bytes: int = SHARE_BYTES,
-    share_files: int = SHARE_FILES,
+    blocksize: int = SHARE_BYTES,
     deadline: float | None = None,
     at_least: int = 1,
+    share_files: int = SHARE_FILES,
 ) -> Plan:
     """List ``logdir`` once and deal its files into shares of whole runs of about the same
     bytes: ``partitions`` shares when given (fewer when there are fewer runs), else as many
-    as keep each under ``share_bytes`` and ``share_files``, and at least ``at_least`` (see
+    as keep each under ``blocksize`` bytes and ``share_files`` files, and at least ``at_least`` (see
     :func:`deal`). The arguments are
     :func:`tallyboard.read`'s; ``storage_options`` go to fsspec (credentials, endpoint) here
     and on every worker (default: this process's fsspec configuration, see
     :func:`worker_options`); ``deadline`` bounds each call to a remote store, here and there
     (default ``TALLYBOARD_REMOTE_DEADLINE``'s, in each process). Raises as ``read`` does for a bad argument or a log dir that is not
-    a directory; ``ValueError`` for ``partitions``, ``share_bytes`` or ``share_files`` < 1."""
+    a directory; ``ValueError`` for ``partitions``, ``blocksize`` or ``share_files`` < 1."""
     if not isinstance(kind, str):
         raise TypeError(f"kind must be a str, got {type(kind).__name__}")
     positive(partitions, "partitions")
-    positive(share_bytes, "share_bytes")
+    positive(blocksize, "blocksize")
     positive(share_files, "share_files")
     tag_globs = names_or_globs(tags, "tags")
     format_names = names_or_globs(formats, "formats")
@@ -119,7 +119,7 @@ def plan(
         tag_globs,
         format_names,
         worker_options(reader),
-        deal(files, partitions, share_bytes, share_files, at_least),
+        deal(files, partitions, blocksize, share_files, at_least),
         deadline,
     )
 

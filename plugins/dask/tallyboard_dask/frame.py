@@ -68,18 +68,9 @@ def read(
     """
     if index not in INDEXES:
         raise ValueError(f"index must be one of {INDEXES}, got {index!r}")
-    shares.positive(blocksize, "blocksize")
+    cores = 2 * _cores()  # shares at least
     plan = shares.plan(
-        logdir,
-        runs,
-        tags,
-        kind,
-        formats,
-        storage_options,
-        partitions,
-        share_bytes=blocksize,
-        deadline=deadline,
-        at_least=2 * _cores(),
+        logdir, runs, tags, kind, formats, storage_options, partitions, blocksize, deadline, cores
     )
     if not len(plan):  # nothing matches: read's empty frame, as one partition
         empty = shares.empty(kind)

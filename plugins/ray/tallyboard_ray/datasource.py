@@ -135,18 +135,9 @@ def read(
             1.
         OSError: The store could not be listed.
     """
-    shares.positive(blocksize, "blocksize")
+    cores = 2 * _cores()  # shares at least
     plan = shares.plan(
-        logdir,
-        runs,
-        tags,
-        kind,
-        formats,
-        storage_options,
-        partitions,
-        share_bytes=blocksize,
-        deadline=deadline,
-        at_least=2 * _cores(),
+        logdir, runs, tags, kind, formats, storage_options, partitions, blocksize, deadline, cores
     )
     source = TallyboardDatasource(plan)
     return ray.data.read_datasource(source, **read_args)
