@@ -30,6 +30,23 @@ def pb(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPro
     )
 
 
+def in_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """``tallyboard ARGS`` through the same ``main()`` in this process (no interpreter to start,
+    no pandas or pyarrow to import again: a second or more per call on the 2-core CI machine),
+    its exit status and what it printed, as :func:`pb` gives them."""
+    import contextlib
+
+    from tallyboard.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(list(args))
+        except SystemExit as stop:  # argparse's usage errors
+            status = stop.code if isinstance(stop.code, int) else 1
+    return subprocess.CompletedProcess(list(args), status, out.getvalue(), err.getvalue())
+
+
 def value(i: int, k: int, seed: int) -> float:
     return 2.0 / (i + 1) + 0.25 * k + 0.1 * seed
 
@@ -113,7 +130,9 @@ def test_ls_shows_each_rows_own_last_update_and_steps_when_runs_share_them(
 @pytest.mark.parametrize("suffix", ["csv", "parquet", "jsonl"])
 def test_export_reads_back_the_values_written(logdir: Path, tmp_path: Path, suffix: str) -> None:
     out_path = tmp_path / f"out.{suffix}"
-    out = pb("export", str(logdir), "-o", str(out_path), "--runs", "seed0", "--runs", "seed2")
+    out = in_process(
+        "export", str(logdir), "-o", str(out_path), "--runs", "seed0", "--runs", "seed2"
+    )
     assert out.returncode == 0, out.stderr
     df = {
         "csv": pd.read_csv,
@@ -125,9 +144,9 @@ def test_export_reads_back_the_values_written(logdir: Path, tmp_path: Path, suff
     for row in df.itertuples():
         seed, k = int(row.run[-1]), ("loss", "acc").index(row.tag)
         assert row.value == pytest.approx(value(row.step, k, seed), rel=1e-6)
-    again = pb("export", str(logdir), "-o", str(out_path), "--tags", "acc")
+    again = in_process("export", str(logdir), "-o", str(out_path), "--tags", "acc")
     assert again.returncode == 1 and "--force" in again.stderr
-    forced = pb("export", str(logdir), "-o", str(out_path), "--tags", "acc", "--force")
+    forced = in_process("export", str(logdir), "-o", str(out_path), "--tags", "acc", "--force")
     assert forced.returncode == 0, forced.stderr
     if suffix == "csv":
         df = pd.read_csv(out_path)
@@ -260,7 +279,7 @@ def test_export_kind_writes_every_field_of_every_kind(tmp_path: Path, fmt: str) 
 
     def export(kind: str) -> list[dict[str, Any]]:
         out_path = tmp_path / f"{kind}.{fmt}"
-        out = pb("export", logdir, "-o", str(out_path), "--kind", kind)
+        out = in_process("export", logdir, "-o", str(out_path), "--kind", kind)
         assert out.returncode == 0, out.stderr
         assert f"wrote 2 {kind} rows" in out.stderr
         rows = _exported(out_path, fmt)
@@ -291,7 +310,7 @@ def test_export_kind_hparams_gives_one_row_per_trial(tmp_path: Path) -> None:
         for lr in (0.1, 0.01):
             w.add_hparams({"lr": lr, "opt": "sgd"}, {"hp/acc": lr * 5}, run_name=f"lr{lr}")
     out_path = tmp_path / "hp.csv"
-    out = pb("export", str(tmp_path / "runs"), "-o", str(out_path), "--kind", "hparams")
+    out = in_process("export", str(tmp_path / "runs"), "-o", str(out_path), "--kind", "hparams")
     assert out.returncode == 0, out.stderr
     with open(out_path, newline="") as fh:
         rows = sorted(csv.DictReader(fh), key=lambda r: r["run"])
