@@ -300,3 +300,20 @@ def wait_until(predicate: Any, timeout: float, what: str, every: float = 0.1) ->
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} not within {timeout} s (last: {got!r})")
         time.sleep(every)
+
+
+@contextlib.contextmanager
+def provider_stub(root: Path, **options: Any) -> Iterator[Any]:
+    """``tallyboard.board.serve`` over ``root`` in this process (no reload unless ``options``
+    say), first load done, as a gRPC stub of TensorBoard's data-provider service."""
+    import grpc
+    from tallyboard.board import serve
+    from tensorboard.data.proto import data_provider_pb2_grpc as pb_grpc
+
+    with serve(str(root), **{"reload": 0, **options}) as server:
+        assert server.wait_loaded(60)
+        channel = grpc.insecure_channel(server.address)
+        try:
+            yield pb_grpc.TensorBoardDataProviderStub(channel)
+        finally:
+            channel.close()

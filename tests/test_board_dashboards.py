@@ -102,8 +102,24 @@ def test_histograms_and_distributions_are_the_same(pair: Any) -> None:
     found = tags_of(pair, "histograms")
     assert {run for run, _ in found} == {"events/all", "jsonl/run", "mindspore/seed0"}
     for run, tag in found:
-        assert same(pair, "/data/plugin/histograms/histograms", run=run, tag=tag)
-        assert same(pair, "/data/plugin/distributions/distributions", run=run, tag=tag)
+        for route in ("histograms/histograms", "distributions/distributions"):
+            if run.startswith("events/"):
+                assert same(pair, f"/data/plugin/{route}", run=run, tag=tag)
+                continue
+            # MindSpore and JSONL hold float64 histograms: the board serves them so, where
+            # TensorBoard's loader rounds the converted files' HistogramProto to float32
+            ours, ref = both(pair, f"/data/plugin/{route}", run=run, tag=tag)
+            assert ours
+            assert _float32_close(ours, ref), (route, run, tag)
+
+
+def _float32_close(ours: Any, ref: Any) -> bool:
+    """Same structure, numbers equal to float32 precision."""
+    if isinstance(ours, list) and isinstance(ref, list):
+        return len(ours) == len(ref) and all(map(_float32_close, ours, ref))
+    if isinstance(ours, (int, float)) and isinstance(ref, (int, float)):
+        return bool(abs(ours - ref) <= 1e-6 * max(abs(ours), abs(ref), 1e-30))
+    return bool(ours == ref)
 
 
 def _blobs_equal(pair: Any, plugin: str, listing: str, fetch: str) -> int:

@@ -14,14 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import numpy as np
 import pytest
+from board_support import provider_stub
 from tallyboard import SummaryWriter, convert, read
-from tallyboard.board import serve
 from tensorboard.compat.proto import summary_pb2
 from tensorboard.data.proto import data_provider_pb2 as pb
-from tensorboard.data.proto import data_provider_pb2_grpc as pb_grpc
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.plugins.text import metadata as text_metadata
 from tensorboard.util import tensor_util
@@ -86,11 +84,8 @@ def test_a_text_that_is_not_strings_is_refused_naming_the_value(tmp_path: Path) 
 
 @pytest.fixture(scope="module")
 def stub(root: Path) -> Iterator[Any]:
-    with serve(str(root), reload=0) as server:
-        assert server.wait_loaded(60)
-        channel = grpc.insecure_channel(server.address)
-        yield pb_grpc.TensorBoardDataProviderStub(channel)
-        channel.close()
+    with provider_stub(root) as stub:
+        yield stub
 
 
 def _text(stub: Any, run: str, tag: str) -> Any:

@@ -11,7 +11,9 @@ and each value takes one of two roads:
   its tensor's dtype, shape and values, its blobs byte for byte, a value of a plugin no
   installed kind decodes included (shown when it has a data class, as RustBoard does).
 - **The row road**, for every other format (MindSpore, CSV, JSONL, a third-party reader): the
-  kind rebuilds each value from its row (``Kind.from_row``) and the kind's encoder for the sink
+  kind rebuilds each value from its row (the decoder's payload, or ``Kind.from_row``; the rows
+  of one tag and step joined into one value where the kind can: ``Kind.join``) and the kind's
+  encoder (its ``served`` variant when it has one) for the sink
   that writes TensorBoard's own summaries (the installed sink whose
   ``SinkSpec.tensorboard_summaries`` is set: :func:`summary_sink`) writes it; the same
   migrations then give each value its plugin name, metadata and data class. So the frontend
@@ -205,16 +207,26 @@ class Ingest:
 
     def _add_rows(self, run: Run, kind: str, rows: list[dict[str, Any]]) -> int:
         pending: dict[str, tuple[Series, list[int], list[float], list[Any]]] = {}
-        for row in rows:
+        encode, why = self._encoder(kind)
+        if encode is None:
+            self.note(
+                ("kind", run.name, kind), f"run {run.name!r}: {why}; its values are not shown"
+            )
+            return 0
+        # consecutive rows of one tag and step joined where the kind can (Kind.join): the
+        # images of one summary, a row each, are one value, as the file's summary held them
+        for group, built in self.reg.kinds[kind].rebuild_rows(rows, join=True):
+            row = group[0]
             try:
                 step, wall = int(row["step"]), float(row["wall_time"])
             except (KeyError, TypeError, ValueError):
                 self.note(("row", kind), f"kind {kind!r}: a row without step or wall_time")
                 continue
-            values = self._encode(run.name, kind, row.get("tag"), step, wall, row)
-            if values is None:
-                break  # the kind cannot be shown at all (noted)
-            self._collect(run, step, wall, values, pending)
+            for value_tag, value in [] if isinstance(built, Exception) else built:
+                values = self._encode(run.name, kind, value_tag, step, wall, value)
+                self._collect(run, step, wall, values or [], pending)
+            if isinstance(built, Exception):
+                self._failed(run.name, kind, row.get("tag"), step, built)
         return self._offer(run, pending)
 
     # -- passed through: TensorBoard's own summaries as the file holds them --------------------
@@ -302,29 +314,32 @@ class Ingest:
             got = self._encoders[kind] = (None if why else encode, why)
         return got
 
+    def _failed(self, run: str, kind: str, tag: Any, step: int, exc: Exception) -> None:
+        self.note(
+            ("value", run, kind),
+            f"run {run!r}: a {kind} value ({tag!r} at step {step}) could not be written as "
+            f"TensorBoard summaries: {exc!r}; such values are not shown",
+        )
+
     def _encode(
-        self, run: str, kind: str, tag: Any, step: int, wall: float, row: Any, probe: bool = False
+        self, run: str, kind: str, tag: Any, step: int, wall: float, value: Any, probe: bool = False
     ) -> list[Any] | None:
-        """The migrated ``Summary.Value``s of one value, [] when this value failed (noted), or
-        None when no value of ``kind`` can be shown (noted once)."""
+        """The migrated ``Summary.Value``s of one payload (``probe``: a value the kind
+        converts), [] when this value failed (noted), or None when no value of ``kind`` can be
+        shown (noted once). An encoder's ``served`` variant, when it has one, writes the value
+        as the board serves it (say, in a precision TensorBoard's migration would lose)."""
         encode, why = self._encoder(kind)
         if encode is None:
             self.note(("kind", run, kind), f"run {run!r}: {why}; its values are not shown")
             return None
-        k = self.reg.kinds[kind]
+        encode = getattr(encode, "served", encode)
         try:
             if probe:
-                value_tag, value = tag, k.payload_of(row)
-            else:  # the payload its decoder gave, or the one from_row rebuilds
-                value_tag, value = k.rebuild(row)
-            data = encode(value_tag, step, wall, value)
+                value = self.reg.kinds[kind].payload_of(value)
+            data = encode(tag, step, wall, value)
             event = self.p.Event.FromString(bytes(data))
         except Exception as exc:  # this value cannot be shown: say so once per kind and run
-            self.note(
-                ("value", run, kind),
-                f"run {run!r}: a {kind} value ({tag!r} at step {step}) could not be written as "
-                f"TensorBoard summaries: {exc!r}; such values are not shown",
-            )
+            self._failed(run, kind, tag, step, exc)
             return []
         if event.HasField("summary"):
             for i, v in enumerate(event.summary.value):

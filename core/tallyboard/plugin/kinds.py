@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,11 @@ class Kind:
     format that writes any kind's row (JSONL) then writes and reads the kind with no encoder
     or decoder of its own; a payload type that takes those fields as keyword arguments (a
     dataclass) is rebuilt from them (:meth:`rebuild`).
+    ``join``, when set, makes one value of the payloads of several rows of one tag and step
+    (``join(payloads)``; the images of one summary, a row each), or returns None when they stay
+    values of their own. Where one value holds them all (TensorBoard's summaries: ``tallyboard
+    board`` and ``convert`` to such a sink), consecutive rows of one tag and step are joined so
+    (:meth:`rebuild_rows`); otherwise the last of them would hide the others.
     """
 
     name: str
@@ -61,6 +66,7 @@ class Kind:
     from_row: Callable[[dict[str, Any]], tuple[str, Any]] | None = None
     payload: type | tuple[type, ...] | None = None
     to_row: Callable[[Any], dict[str, Any]] | None = None
+    join: Callable[[Sequence[Any]], Any] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -71,6 +77,8 @@ class Kind:
             raise TypeError(f"Kind {self.name!r}: log must be callable")
         if self.read_table is not None and not callable(self.read_table):
             raise TypeError(f"Kind {self.name!r}: read_table must be callable")
+        if self.join is not None and not callable(self.join):
+            raise TypeError(f"Kind {self.name!r}: join must be callable")
         if self.from_row is not None and not callable(self.from_row):
             raise TypeError(f"Kind {self.name!r}: from_row must be callable")
         if self.to_row is not None and (not callable(self.to_row) or self.payload is None):
@@ -135,3 +143,30 @@ class Kind:
                     f"kind {self.name!r}: the row is no {self.payload.__name__} ({exc})"
                 ) from None
         raise ValueError(f"kind {self.name!r}: the row holds no payload and there is no from_row")
+
+    def rebuild_rows(
+        self, rows: Sequence[dict[str, Any]], join: bool = False
+    ) -> Iterator[tuple[list[dict[str, Any]], list[tuple[str, Any]] | Exception]]:
+        """Each value of decoded ``rows`` rebuilt (:meth:`rebuild`), in order: ``(its rows,
+        [(tag, payload), ...])``, or ``(its rows, the exception)`` when it cannot be. With
+        ``join`` and a kind that declares ``join``, consecutive rows of one tag and step are
+        one value, their payloads joined when the kind can (else one payload each)."""
+        i, n = 0, len(rows)
+        while i < n:
+            j = i + 1
+            if join and self.join is not None:
+                key = (rows[i].get("tag"), rows[i].get("step"))
+                while j < n and (rows[j].get("tag"), rows[j].get("step")) == key:
+                    j += 1
+            group = list(rows[i:j])
+            i = j
+            try:
+                built = [self.rebuild(row) for row in group]
+                if len(built) > 1 and self.join is not None:
+                    joined = self.join([payload for _, payload in built])
+                    if joined is not None:
+                        built = [(built[0][0], joined)]
+            except Exception as exc:  # this value cannot be rebuilt: the caller counts it
+                yield group, exc
+                continue
+            yield group, built

@@ -238,16 +238,23 @@ def _write_batch(
             summary._skip(kind, len(rows), reason)
             continue
         done = 0
-        for row in rows:
+        joined = target.spec.tensorboard_summaries  # one summary: a tag's values of a step
+        for group, built in k.rebuild_rows(rows, join=joined):
+            row = group[0]
+            where = f"{row.get('tag')!r} at step {row.get('step')}"
             try:
-                tag, value = k.rebuild(row)  # the decoder's payload, or from_row's
-                data = encode(tag, int(row["step"]), float(row["wall_time"]), value)
+                if isinstance(built, Exception):
+                    raise built
+                step, wall = int(row["step"]), float(row["wall_time"])
+                data = [encode(tag, step, wall, value) for tag, value in built]
             except Exception as exc:  # this value cannot be written: count it, go on
-                where = f"{row.get('tag')!r} at step {row.get('step')}"
-                summary._skip(kind, 1, f"{where} not rebuilt or refused by {target.to}: {exc!r}")
+                summary._skip(
+                    kind, len(group), f"{where} not rebuilt or refused by {target.to}: {exc!r}"
+                )
                 continue
-            target.sink(run).write(data)
-            done += 1
+            for item in data:
+                target.sink(run).write(item)
+            done += len(group)
         if done:
             summary.converted[kind] = summary.converted.get(kind, 0) + done
 

@@ -16,7 +16,8 @@ from tallyboard import Kind, hookimpl
 @hookimpl
 def register_kinds(register: Any) -> None:
     from . import methods
-    from .convert import convert
+    from .convert import ImagePayload, convert
+    from .encoded import EncodedImages, join
     from .rows import from_row
 
     register(
@@ -33,6 +34,8 @@ def register_kinds(register: Any) -> None:
             heavy=True,
             description="images, image grids, boxes, matplotlib figures, GIF videos",
             from_row=from_row,
+            payload=(ImagePayload, EncodedImages),
+            join=join,
         )
     )
 

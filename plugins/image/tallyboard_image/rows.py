@@ -1,4 +1,5 @@
-"""``Kind.from_row`` of the image kind: a decoded image row back to pixels (Pillow, loaded here)."""
+"""``Kind.from_row`` of the image kind: a decoded image row back to a payload, its bytes as they
+are or its pixels (Pillow, loaded here)."""
 
 from __future__ import annotations
 
@@ -44,18 +45,36 @@ def _check_pixels(where: str, pixels: int) -> None:
         )
 
 
-def from_row(row: dict[str, Any]) -> tuple[str, ImagePayload]:
-    """The pixels of an image row's encoded ``data``: a still (PNG, JPEG, ...) as HWC ``uint8``
-    with its own channels (1 gray .. 4 RGBA), an animated GIF as a video at its frame rate (gray
-    when the row's colorspace is 1), so encoding the payload gives the same pixels back.
+def from_row(row: dict[str, Any]) -> tuple[str, Any]:
+    """An image row as a payload: its encoded ``data`` as it is when a browser shows it (PNG,
+    JPEG, GIF: an :class:`~tallyboard_image.encoded.EncodedImages`, never re-encoded), else its
+    pixels (:func:`decode`).
 
     Raises ``ValueError`` for data Pillow cannot read, for images deeper than 8 bits and for
     more than :data:`MAX_PIXELS` pixels (checked from the header, before anything is decoded).
     """
-    from PIL import Image, ImageSequence, UnidentifiedImageError
+    from .encoded import EncodedImages, content_type
 
     tag, data = row["tag"], row["data"]
-    where = f"image {tag!r} at step {row.get('step')}"
+    if content_type(data):
+        header = [row.get(k) for k in ("width", "height", "colorspace")]
+        if all(isinstance(v, int) and v >= 0 for v in header):
+            return tag, EncodedImages(header[0], header[1], header[2], (bytes(data),))
+    return tag, decode(data, f"image {tag!r} at step {row.get('step')}", row.get("colorspace"))
+
+
+def decode(data: Any, where: str, colorspace: Any = None) -> ImagePayload:
+    """The pixels of encoded image ``data``: a still (PNG, JPEG, ...) as HWC ``uint8`` with its
+    own channels (1 gray .. 4 RGBA), an animated GIF as a video at its frame rate (gray when
+    ``colorspace`` is 1), so encoding the payload gives the same pixels back. ``where`` names
+    the image in errors.
+
+    Raises ``ValueError`` as :func:`from_row` does.
+    """
+    from PIL import Image, ImageSequence, UnidentifiedImageError
+
+    if not isinstance(data, (bytes, bytearray)):
+        raise ValueError(f"{where}: the data is no image Pillow can read (no bytes)")
     try:
         with warnings.catch_warnings():  # Pillow's own bomb warning: MAX_PIXELS is lower
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -75,9 +94,9 @@ def from_row(row: dict[str, Any]) -> tuple[str, ImagePayload]:
             duration = float(image.info.get("duration") or 0)
             fps = 1000.0 / duration if duration > 0 else DEFAULT_GIF_FPS
             pixels = np.stack(frames)
-            if row.get("colorspace") == 1:
+            if colorspace == 1:
                 pixels = pixels[..., :1]
-            return tag, ImagePayload(np.ascontiguousarray(pixels), fps=fps)
+            return ImagePayload(np.ascontiguousarray(pixels), fps=fps)
         mode = image.mode
         if mode == "P":
             mode = "RGBA" if "transparency" in image.info else "RGB"
@@ -89,4 +108,4 @@ def from_row(row: dict[str, Any]) -> tuple[str, ImagePayload]:
         pixels = np.asarray(image.convert(target) if image.mode != target else image)
     if pixels.ndim == 2:
         pixels = pixels[:, :, None]
-    return tag, ImagePayload(np.ascontiguousarray(pixels, dtype=np.uint8))
+    return ImagePayload(np.ascontiguousarray(pixels, dtype=np.uint8))

@@ -78,12 +78,24 @@ def _histogram(h: Any) -> dict[str, Any]:
 
 
 def _image(payload: Any) -> dict[str, Any]:
+    from tallyboard_image.encoded import EncodedImages, content_type, suffix
+
+    if isinstance(payload, EncodedImages):  # read from a file: its bytes as they are
+        if len(payload.images) != 1:
+            raise ValueError(f"a JSONL line holds one image, got {len(payload.images)}")
+        data = payload.images[0]
+        blob = Blob(data, suffix(data), content_type(data) or "image/png")
+        return {
+            "file": blob,
+            "height": payload.height,
+            "width": payload.width,
+            "channels": payload.colorspace,
+        }
     from tallyboard_image.codec import encode
 
     img = encode(payload)
-    suffix = ".gif" if img.content_type == "image/gif" else ".png"
     return {
-        "file": Blob(img.data, suffix, img.content_type),
+        "file": Blob(img.data, suffix(img.data), img.content_type),
         "height": img.height,
         "width": img.width,
         "channels": img.colorspace,

@@ -1,0 +1,85 @@
+"""Images as a file holds them: encoded bytes written and served as they are, never re-encoded.
+
+A reader's image row (a PNG, JPEG or GIF, with the width, height and colorspace stored beside
+it) becomes an :class:`EncodedImages`; the TensorBoard encoder writes its bytes as they are, and
+the images of one tag and step (several images of one summary, a row each) join into one value,
+as ``tf.summary.image(max_outputs=...)`` writes them. Encoders that need pixels (MindSpore's)
+read :attr:`EncodedImages.pixels`, decoded on first use. Importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: The signatures of the encodings a browser shows as they are, with their content types.
+_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF8", "image/gif"),
+)
+_SUFFIXES = {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif"}
+
+
+def content_type(data: Any) -> str | None:
+    """The content type of encoded image bytes a browser shows (PNG, JPEG, GIF); None else."""
+    if not isinstance(data, (bytes, bytearray)):
+        return None
+    return next((ct for sig, ct in _SIGNATURES if data[: len(sig)] == sig), None)
+
+
+def suffix(data: bytes) -> str:
+    """The file suffix of encoded image bytes (``.png``, ``.jpg``, ``.gif``)."""
+    return _SUFFIXES.get(content_type(data) or "", ".png")
+
+
+@dataclass(frozen=True, eq=False)
+class EncodedImages:
+    """One or more encoded images of one tag and step, with the header TensorBoard stores.
+
+    ``images`` holds each image's bytes as the file held them (PNG, JPEG or GIF); ``width``,
+    ``height`` and ``colorspace`` (1 gray .. 4 RGBA, 0 unknown) are the first image's.
+    """
+
+    width: int
+    height: int
+    colorspace: int
+    images: tuple[bytes, ...]
+
+    def __post_init__(self) -> None:
+        if not self.images or not all(content_type(b) for b in self.images):
+            raise ValueError("EncodedImages holds one or more PNG, JPEG or GIF images")
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the encoded bytes (the writer's queue accounting reads this)."""
+        return sum(map(len, self.images))
+
+    @functools.cached_property
+    def _decoded(self) -> Any:
+        from .rows import decode
+
+        return decode(self.images[0], "image", self.colorspace)
+
+    @property
+    def pixels(self) -> Any:
+        """The first image's pixels (HWC ``uint8``, THWC for a GIF video), decoded on first use,
+        for encoders that write pixels."""
+        return self._decoded.pixels
+
+    @property
+    def fps(self) -> float | None:
+        """The frame rate of a GIF video; None for a still."""
+        return self._decoded.fps
+
+
+def join(payloads: Sequence[Any]) -> EncodedImages | None:
+    """The images of one tag and step as one value (the first's header); None when one of them
+    is no :class:`EncodedImages` (decoded pixels stay values of their own)."""
+    if not all(isinstance(p, EncodedImages) for p in payloads):
+        return None
+    first = payloads[0]
+    images = tuple(b for p in payloads for b in p.images)
+    return EncodedImages(first.width, first.height, first.colorspace, images)
