@@ -74,30 +74,37 @@ def _closure(extra: str) -> dict[str, md.Distribution]:
 
 def docs_only_venv(dest: Path, extra: str) -> Path:
     """A virtual environment at ``dest`` whose site-packages holds exactly the distributions of
-    :func:`_closure` (each one's files linked from here: a top-level folder no other installed
-    distribution shares is linked whole, compiled modules included); its python."""
+    :func:`_closure` (each one's files linked from here: a top-level folder that holds only its
+    distribution's files is linked whole, compiled modules included); its python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True)
     here = Path(sysconfig.get_paths()["purelib"])
     there = dest / here.relative_to(sys.prefix)
-    files = {
-        key: [f for f in (d.files or ()) if not str(f).startswith("..")]
-        for key, d in _closure(extra).items()
-    }
-    owners: dict[str, set[str]] = {}
-    for d in md.distributions(path=[str(here)]):
-        name = canonicalize_name(d.metadata["Name"])
-        for top in {f.parts[0] for f in d.files or ()}:
-            owners.setdefault(top, set()).add(name)
-    for key, paths in files.items():
-        for f in paths:
+    for dist in _closure(extra).values():
+        files = [f for f in (dist.files or ()) if not str(f).startswith("..")]
+        mine = {str(f) for f in files}
+        whole_tops = {t for t in {f.parts[0] for f in files} if _only(here, t, mine)}
+        for f in files:
             top = f.parts[0]
-            whole = owners.get(top, {key}) == {key}
+            whole = top in whole_tops
             src, dst = here / (top if whole else f), there / (top if whole else f)
             if os.path.lexists(dst) or not os.path.lexists(src):
                 continue
             dst.parent.mkdir(parents=True, exist_ok=True)
             dst.symlink_to(src)
     return dest / "bin" / "python"
+
+
+def _only(site: Path, top: str, files: set[str]) -> bool:
+    """Whether the folder ``top`` of ``site`` holds no file but ``files`` (and compiled
+    modules): no other distribution shares it (a namespace package such as ``sphinxcontrib``)."""
+    if not (site / top).is_dir():
+        return False
+    for folder, dirs, names in os.walk(site / top):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        rel = Path(folder).relative_to(site)
+        if any(str(rel / n) not in files for n in names):
+            return False
+    return True
 
 
 @pytest.fixture(scope="module")
