@@ -80,6 +80,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "tallyboard.plugin.sinks": (
         "SinkOptions",
         "Sink",
+        "OptionalSink",
         "SinkSpec",
         "SinkEntry",
         "SinkTarget",

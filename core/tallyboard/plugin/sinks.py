@@ -92,6 +92,7 @@ class Sink(Protocol):
     A sink used by ``SummaryRecord`` may also offer ``write_record(step, wall_time, items)`` and
     ``write_value(step, wall_time, (kind, tag, payload))``, which take one ``record()`` step (or a
     step of one value) without building a ``Recorded``; without them it gets ``write``.
+    :class:`OptionalSink` declares these optional members, each with what happens without it.
     """
 
     def write(self, data: Any) -> None:
@@ -111,6 +112,69 @@ class Sink(Protocol):
         """Store everything and release the sink; called once per open, and must be idempotent.
         No ``flush()`` is called first."""
         ...
+
+
+class OptionalSink(Protocol):
+    """The members a :class:`Sink` may add for a faster or safer road; each is optional.
+
+    A face looks them up once, when it opens the sink (:meth:`SinkFastPath.of`), so a sink
+    gains a road by defining the method, with no registration. Without one, the face takes the
+    default its docstring names.
+    """
+
+    def write_row(self, row: tuple[Any, ...]) -> None:
+        """Queue ``(key, tag, step, wall_time, payload)``, already validated, for an encoder
+        with a ``batch`` form (see :meth:`tallyboard.records.recordfile.RecordFile.write_row`).
+        Needs :meth:`row_key` too. Default: the writer calls ``write(encode(...))``."""
+        ...
+
+    def row_key(self, batch: Callable[[list[Any]], bytes]) -> Any:
+        """The key that stands for ``batch`` in the rows given to :meth:`write_row`."""
+        ...
+
+    def write_record(self, step: int, wall_time: float, items: list[tuple[str, str, Any]]) -> None:
+        """Take one ``SummaryRecord.record()`` step as its ``(kind, tag, payload)`` items.
+        Default: ``write(Recorded(step, wall_time, items))``."""
+        ...
+
+    def write_value(self, step: int, wall_time: float, item: tuple[str, str, Any]) -> None:
+        """Take a step of one value. Default: :meth:`write_record` with a one-item list."""
+        ...
+
+    def abandon(self) -> None:
+        """In a forked child: forget buffered data without touching files or the parent's
+        threads. Default: nothing is called; the child just stops using the sink."""
+        ...
+
+
+@dataclass(frozen=True)
+class SinkFastPath:
+    """A sink's :class:`OptionalSink` members, bound, or None where it has none.
+
+    Attributes:
+        write_row: ``sink.write_row`` when the sink also has ``row_key``, else None.
+        row_key: ``sink.row_key`` when the sink also has ``write_row``, else None.
+        write_record: ``sink.write_record`` or None.
+        write_value: ``sink.write_value`` or None.
+        abandon: ``sink.abandon`` or None.
+    """
+
+    write_row: Callable[[tuple[Any, ...]], None] | None = None
+    row_key: Callable[[Callable[[list[Any]], bytes]], Any] | None = None
+    write_record: Callable[[int, float, list[tuple[str, str, Any]]], None] | None = None
+    write_value: Callable[[int, float, tuple[str, str, Any]], None] | None = None
+    abandon: Callable[[], None] | None = None
+
+    @classmethod
+    def of(cls, sink: Any) -> SinkFastPath:
+        """Look up ``sink``'s optional members, once (a face does when it opens the sink)."""
+        found = {name: getattr(sink, name, None) for name in _OPTIONAL}
+        if found["write_row"] is None or found["row_key"] is None:
+            found["write_row"] = found["row_key"] = None
+        return cls(**found)
+
+
+_OPTIONAL = tuple(f.name for f in dataclasses.fields(SinkFastPath))
 
 
 class Deferred:

@@ -1,0 +1,279 @@
+"""The road of one value through a :class:`~tallyboard.faces.summary_writer.SummaryWriter`.
+
+Every ``add_*`` method ends in :meth:`ValueRoad.emit` (or :meth:`ValueRoad.emit_deferred` for a
+value still on a device): the tag, step and wall time are checked in the caller, then
+:func:`~tallyboard.faces.sink_router.deliver` hands the payload to each sink's route. Which
+``emit`` a writer has depends on its rank (:meth:`ValueRoad._route_emit`): as is, checks only
+(a rank that writes nothing), rank-tagged (``ranks="all"``), or buffered for a reduction across
+ranks (``reduce=``) that :meth:`ValueRoad.sync` writes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from tallyboard.faces.sink_router import Route, SinkRouter, deliver
+from tallyboard.plugin.registry import Registry
+from tallyboard.ranks import reduce as distributed
+from tallyboard.values import (
+    Pending,
+    check_step,
+    check_tag,
+    check_walltime,
+    defer_device,
+    on_device,
+)
+
+_now = __import__("time").time
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_valid_tags: set[str] = set()
+
+
+class ValueRoad:
+    """A writer's value road: :meth:`emit`, :meth:`emit_deferred`, :meth:`add_value` and the
+    rank binding of ``emit`` (:meth:`sync`, :meth:`rank_sync`)."""
+
+    if TYPE_CHECKING:  # set by the writer (SummaryWriter._setup, WriterLifecycle._open)
+        _plan: distributed.RankPlan
+        _rank_sync: distributed.RankSync | None
+        _sync_timeout: float
+        _registry: Registry
+        _router: SinkRouter
+        _routes: dict[str, list[Route]]
+        _closed: bool
+
+        def _open(self) -> None: ...
+
+    @property
+    def writes(self) -> bool:
+        """Whether this writer writes: False on a rank that only checks calls (``ranks="zero"`` on a
+        non-zero rank, ``write_to_disk=False``) and in a DataLoader worker process.
+        """
+        return self._plan.writes
+
+    def _route_emit(self) -> None:
+        """Bind ``emit`` for this rank: as is, validation only, rank-tagged, or into the reduction."""
+        self.__dict__.pop("emit", None)
+        if not self._plan.writes:
+            self.emit = _check_only  # type: ignore[method-assign]
+        elif self._plan.suffix:
+            self.emit = functools.partial(_emit_tagged, self, self._plan.suffix)  # type: ignore[method-assign]
+        if self._rank_sync is not None:
+            self.emit = functools.partial(_emit_reduced, self, self.emit)  # type: ignore[method-assign]
+
+    def rank_sync(self) -> distributed.RankSync:
+        """The buffer of values this writer reduces across ranks at :meth:`sync` (made on demand).
+
+        Used by :class:`~tallyboard.monitor.TensorboardEventHandler` with ``across_ranks=True``;
+        most code never calls it.
+
+        Returns:
+            The writer's :class:`~tallyboard.ranks.reduce.RankSync`.
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/rank_sync") as writer:
+            ...     print(type(writer.rank_sync()).__name__)
+            RankSync
+        """
+        if self._rank_sync is None:
+            self._rank_sync = distributed.RankSync(None, self._sync_timeout)
+        return self._rank_sync
+
+    def sync(self) -> None:
+        """Reduce the values buffered since the last sync across ranks; rank 0 writes them.
+
+        Only with ``reduce=`` (or a Stat handler with ``across_ranks=True``); otherwise it does
+        nothing. Every rank must call it the same number of times (:meth:`flush` and :meth:`close`
+        do): it costs one ``all_reduce`` of one number and one ``gather``, however many values.
+
+        Raises:
+            tallyboard.ranks.reduce.RankSyncError: A rank did not arrive within ``sync_timeout``
+            seconds (no later sync is tried), the ranks synced different writers at once, or a
+            launcher says there are several ranks but torch.distributed has no process group.
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/sync", reduce="mean") as writer:  # one process: rank 0
+            ...     writer.add_scalar("loss", 0.5, 0)
+            ...     writer.sync()  # the mean over ranks of step 0's loss is written now
+        """
+        if self._rank_sync is None:
+            return
+        points = self._rank_sync.run()
+        if self._plan.writes:
+            for kind, tag, step, value, wall in points:
+                ValueRoad.emit(self, kind, tag, value, step, wall)
+
+    def emit(
+        self,
+        kind: str,
+        tag: str,
+        payload: Any,
+        global_step: Any = None,
+        walltime: Any = None,
+    ) -> None:
+        """Send one checked payload of ``kind`` to every sink: where every ``add_*`` method ends.
+
+        For plugin authors: a kind's method converts its input into its payload, then calls this;
+        each sink gets the payload through the encoder registered for (kind, sink), now or, for a
+        heavy kind, on the writer's thread. A sink with no encoder for the kind is skipped with one
+        warning. Users call :meth:`add_value` instead.
+
+        Args:
+            kind: A registered kind's name, such as ``"scalar"``.
+            tag: The tag, a str.
+            payload: What the kind's ``convert`` returns (already checked).
+            global_step: An int within int64, or None (no step). Default ``None``.
+            walltime: Seconds since the epoch, finite, or None (now). Default ``None``.
+
+        Raises:
+            TypeError: ``tag`` is not a str, ``global_step`` not an int.
+            ValueError: ``global_step`` outside int64, ``walltime`` not finite; an unknown kind.
+            OSError: A sink failed to write (with ``sink_errors="raise"``).
+
+        Example:
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/emit") as writer:
+            ...     writer.emit("scalar", "loss", 0.25, 0)  # what add_scalar("loss", 0.25, 0) does
+        """
+        if type(tag) is not str or tag not in _valid_tags:
+            tag = check_tag(tag)
+            if len(_valid_tags) < 100_000:
+                _valid_tags.add(tag)
+        if global_step is not None and (
+            type(global_step) is not int or not _INT64_MIN <= global_step <= _INT64_MAX
+        ):
+            global_step = check_step(global_step)
+        walltime = _now() if walltime is None else check_walltime(walltime)
+        if self._closed:
+            self._open()
+        try:
+            routes = self._routes[kind]
+        except KeyError:
+            routes = self._router.route(kind)
+        failures = deliver(routes, tag, global_step, walltime, payload)
+        if failures:
+            self._router.report(failures)
+
+    def emit_deferred(
+        self,
+        kind: str,
+        tag: str,
+        payload: Pending,
+        global_step: Any = None,
+        walltime: Any = None,
+    ) -> None:
+        """:meth:`emit` for a payload still on its way from a device (a ``jax.Array``, a CUDA
+        tensor): the call checks tag, step and wall time (``None`` is now) and queues the
+        payload; each sink's writer thread materialises it (``payload.result()``, see
+        ``tallyboard.values.Pending``) and encodes it, in the order of the calls. A failure to
+        make it is raised by a later call, as a sink's write error is.
+
+        On a rank that writes nothing it only checks; where the tag is reduced across ranks
+        (``reduce=``) the value is materialised in the call.
+        """
+        plan = self._plan
+        if not plan.writes:
+            _check_only(kind, tag, payload, global_step, walltime)
+            return
+        sync = self._rank_sync
+        if plan.suffix or (sync is not None and type(tag) is str and sync.op_for(tag)):
+            self.emit(kind, tag, payload.result(), global_step, walltime)
+            return
+        tag = check_tag(tag)
+        global_step = check_step(global_step)
+        walltime = _now() if walltime is None else check_walltime(walltime)
+        if self._closed:
+            self._open()
+        router = self._router
+        failures = deliver(router.pending_route(kind), tag, global_step, walltime, payload)
+        if failures:
+            router.report(failures)
+
+    def add_value(
+        self, kind: str, tag: str, value: Any, global_step: Any = None, walltime: Any = None
+    ) -> None:
+        """Log ``value`` as data kind ``kind``: any kind by name, including those of other plugins.
+
+        ``writer.add_value("histogram", "w", values, 3)`` does what ``writer.add_histogram("w",
+        values, 3)`` does; a third-party plugin's kind needs no method of its own. ``tallyboard
+        plugins`` lists the installed kinds. The value takes the form the kind's ``convert``
+        accepts: for the built-in kinds, what the ``add_*`` method takes as its value.
+
+        Args:
+            kind: The kind's name: ``"scalar"``, ``"histogram"``, ``"image"``, ``"text"``,
+                ``"audio"``, ``"tensor"``, ``"pr_curve"``, ``"mesh"``, ... or a plugin's.
+            tag: The tag, a str.
+            value: The value to log.
+            global_step: The step: an int within int64. Default ``None`` writes no step (read as 0).
+            walltime: Seconds since the epoch, a finite number. Default ``None``: ``time.time()``.
+
+        Raises:
+            ValueError: No installed plugin provides ``kind`` (the message lists those that do), or
+                the value is out of range for it.
+            TypeError: The value has the wrong type for the kind.
+
+        Example:
+            >>> import numpy as np
+            >>> from tallyboard import SummaryWriter
+            >>> with SummaryWriter("runs/add_value") as writer:
+            ...     writer.add_value("scalar", "lr", 0.1, global_step=0)
+            ...     writer.add_value("histogram", "weights", np.random.randn(100), 0)
+        """
+        k = self._registry.kind(kind)
+        if k.log is not None:
+            k.log(self, tag, value, global_step, walltime)
+        elif on_device(value):  # a device value: converted on the writer's side
+            (pending,) = defer_device(k.convert, [value])
+            self.emit_deferred(k.name, tag, pending, global_step, walltime)
+        else:
+            self.emit(k.name, tag, k.convert(value), global_step, walltime)
+
+
+def _check_only(
+    kind: str, tag: Any, payload: Any, global_step: Any = None, walltime: Any = None
+) -> None:
+    """``emit`` on a rank that writes nothing: the same checks, then nothing (no file, no folder)."""
+    if type(tag) is not str or tag not in _valid_tags:
+        check_tag(tag)
+    if global_step is not None and (
+        type(global_step) is not int or not _INT64_MIN <= global_step <= _INT64_MAX
+    ):
+        check_step(global_step)
+    if walltime is not None:
+        check_walltime(walltime)
+
+
+def _emit_tagged(
+    writer: ValueRoad,
+    suffix: str,
+    kind: str,
+    tag: Any,
+    payload: Any,
+    global_step: Any = None,
+    walltime: Any = None,
+) -> None:
+    """``emit`` with the rank in the tag (``ranks="all"``)."""
+    ValueRoad.emit(writer, kind, check_tag(tag) + suffix, payload, global_step, walltime)
+
+
+def _emit_reduced(
+    writer: ValueRoad,
+    emit: Callable[..., None],
+    kind: str,
+    tag: Any,
+    payload: Any,
+    global_step: Any = None,
+    walltime: Any = None,
+) -> None:
+    """``emit`` that queues plain numbers of reduced tags for :meth:`ValueRoad.sync`."""
+    sync = writer._rank_sync
+    op = sync.op_for(tag) if sync is not None and type(tag) is str else None
+    if op is None or type(payload) is not float:
+        emit(kind, tag, payload, global_step, walltime)
+        return
+    check_tag(tag)
+    sync.add(kind, tag, op, check_step(global_step), payload, check_walltime(walltime))  # type: ignore[union-attr]
