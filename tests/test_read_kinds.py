@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import load_run
 from tallyboard import SummaryWriter, read
 
@@ -83,11 +84,11 @@ def test_images_metadata_and_bytes_decode_on_demand(tmp_path: Path) -> None:
         assert pixels.shape == (5, 7, 3) and pixels[1, 2, 0] == 255 and pixels.sum() == 255
 
 
-def test_unknown_kind_gives_empty_table(tmp_path: Path) -> None:
+def test_unknown_kind_is_refused_naming_the_kinds(tmp_path: Path) -> None:
     with SummaryWriter(str(tmp_path)) as w:
         w.add_scalar("x", 1.0, 0)
-    df = read(str(tmp_path), kind="nothing-such")
-    assert df.empty and list(df.columns) == ["run", "tag", "step", "wall_time"]
+    with pytest.raises(ValueError, match=r"unknown kind 'nothing-such'; the kinds .*: anf_graph"):
+        read(str(tmp_path), kind="nothing-such")
 
 
 def test_audio_round_trip_tallyboard_and_torch(tmp_path: Path) -> None:

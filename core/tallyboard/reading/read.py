@@ -17,7 +17,7 @@ from tallyboard.reading import undecoded
 from tallyboard.reading.columns import ScalarParts, gather_metadata, with_metadata
 from tallyboard.reading.progress import Progress
 from tallyboard.reading.runs import RunReader, matcher, names_or_globs
-from tallyboard.warn import ReadWarning, warn
+from tallyboard.warn import ReadWarning, warn, warn_once
 
 FORMATS = ("pandas", "arrow")
 
@@ -181,18 +181,22 @@ def check_kind(kind: str) -> None:
 
 def _warn_none_of_kind(logdir: Any, kind: str, tags: Any, formats: Any) -> None:
     """Say which kinds the runs do hold when they hold no value of ``kind`` (a MindSpore
-    network's graph is ``anf_graph``, not TensorBoard's ``graph``; ``tallyboard ls`` lists them)."""
+    network's graph is ``anf_graph``, not TensorBoard's ``graph``; ``tallyboard ls`` lists them):
+    once per log dir, kind and what they hold, so a loop reading a live run is not flooded."""
     from tallyboard.reading.listing import list_tree
 
     rows, _ = list_tree(os.fspath(logdir), names_or_globs(formats, "formats"))
     tag_counts: dict[str, int] = {}
     for row in rows:
         tag_counts[row[1]] = tag_counts.get(row[1], 0) + 1
+    if not tag_counts:  # nothing whole yet (a file still being written): nothing mistaken
+        return
     held = ", ".join(f"{k} ({n} tag{'s' if n > 1 else ''})" for k, n in sorted(tag_counts.items()))
-    warn(
+    warn_once(
+        ("no values of kind", os.fspath(logdir), kind, repr(tags), held),
         f"tallyboard.read: no {kind!r} values under {os.fspath(logdir)!r}"
         + (f" with tags={tags!r}" if tags is not None else "")
-        + f"; the runs there hold: {held or 'nothing readable'}",
+        + f"; the runs there hold: {held}",
         ReadWarning,
     )
 
