@@ -244,3 +244,39 @@ def test_jsonl_writes_and_reads_any_kind_that_declares_its_row(tmp_path: Path) -
         assert back[["tag", "step", "x", "y"]].values.tolist() == [["s", 2, 0.5, 4.0]]
     finally:
         remove_plugin("rows-test")
+
+
+def test_a_payload_named_by_its_path_is_imported_on_first_use() -> None:
+    kind = Kind(name="lazy", convert=float, payload="fractions:Fraction")
+    assert "payload_types" not in vars(kind)  # nothing imported yet
+    from fractions import Fraction
+
+    assert kind.payload_types == (Fraction,)
+    half = Fraction(1, 2)
+    assert kind.payload_of(half) is half
+    with pytest.raises(TypeError, match="payload 'fractions:nothing' names no class"):
+        _ = Kind(name="bad", convert=float, payload="fractions:nothing").payload_types
+    with pytest.raises(TypeError, match="payload must be a type or a tuple of types"):
+        Kind(name="bad", convert=float, payload="no path")
+
+
+def test_the_histogram_decoders_return_the_kinds_payload(tmp_path: Path) -> None:
+    from tallyboard.plugin.registry import get_registry
+    from tallyboard_histogram.compute import Histogram
+    from tallyboard_histogram.tfevents import decode
+    from tensorboard.compat.proto import summary_pb2
+
+    kind = get_registry().kinds["histogram"]
+    assert kind.payload_types == (Histogram,) and kind.to_row is not None
+    h = histogram_of(np.arange(10.0))
+    proto = summary_pb2.HistogramProto(
+        min=h.min, max=h.max, num=h.num, sum=h.sum, sum_squares=h.sum_squares
+    )
+    proto.bucket_limit.extend(h.bucket_limits.tolist())
+    proto.bucket.extend(h.bucket_counts.tolist())
+    got = decode(summary_pb2.Summary.Value(tag="h", histo=proto), 1, 0.0)
+    assert isinstance(got, Histogram) and got.to_row() == h.to_row()
+    with SummaryWriter(tmp_path, sinks=["jsonl"]) as w:  # no encoder of its own: its row
+        w.add_histogram("h", np.arange(10.0), 1)
+    [row] = read(tmp_path, kind="histogram").to_dict("records")
+    assert {k: row[k] for k in ROW_FIELDS} == h.to_row()

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from tallyboard.extras import require
+from tallyboard.plugin.kinds import PAYLOAD_KEY
 from tallyboard.plugin.readers import Batch
 from tallyboard.reading import undecoded
 from tallyboard.reading.listing import SCALAR, list_tree
@@ -330,8 +331,10 @@ def _kind_rows(
 ) -> list[dict[str, Any]]:
     """The decoded rows of ``kind`` in one file, shaped by the kind's ``read_table`` (applied to
     this file's rows and batch: memory stays one file's worth)."""
-    rows = [
-        {"run": run, **row} for row in b.rows.get(kind.name, ()) if tags is None or tags(row["tag"])
+    rows = [  # the fields of each row, not the payload a decoder gave (Kind.to_row's row)
+        {"run": run, **{k: v for k, v in row.items() if k != PAYLOAD_KEY}}
+        for row in b.rows.get(kind.name, ())
+        if tags is None or tags(row["tag"])
     ]
     if kind.read_table is not None and rows:
         rows = kind.read_table(rows, [(run, b)])

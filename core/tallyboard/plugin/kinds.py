@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +40,8 @@ class Kind:
     accepts. It raises ``ValueError`` for a row it cannot rebuild; that value is then reported
     as not converted.
     ``payload``, when set, is the type (or tuple of types) of the payloads ``convert`` returns
-    and encoders receive: a value of it is a payload already (:meth:`payload_of`), so
+    and encoders receive, each a class or, so that building the registry imports nothing, the
+    dotted path ``"module:Class"`` imported on first use (:attr:`payload_types`): a value of it is a payload already (:meth:`payload_of`), so
     ``convert`` need not accept its own output (a kind whose payload holds statistics of an
     array cannot rebuild the array).
     ``to_row``, when set with ``payload``, gives a payload's fields as a row of
@@ -64,7 +67,7 @@ class Kind:
     log: Callable[..., None] | None = None
     read_table: Callable[..., list[dict[str, Any]]] | None = None
     from_row: Callable[[dict[str, Any]], tuple[str, Any]] | None = None
-    payload: type | tuple[type, ...] | None = None
+    payload: type | str | tuple[type | str, ...] | None = None
     to_row: Callable[[Any], dict[str, Any]] | None = None
     join: Callable[[Sequence[Any]], Any] | None = None
 
@@ -86,18 +89,13 @@ class Kind:
                 f"Kind {self.name!r}: to_row must be callable, and given with payload (the type "
                 "whose instances it turns into rows)"
             )
-        if self.payload is not None and not (
-            isinstance(self.payload, type)
-            or (
-                isinstance(self.payload, tuple)
-                and self.payload
-                and all(isinstance(t, type) for t in self.payload)
-            )
-        ):
-            raise TypeError(
-                f"Kind {self.name!r}: payload must be a type or a tuple of types, "
-                f"got {self.payload!r}"
-            )
+        if self.payload is not None:
+            items = self.payload if isinstance(self.payload, tuple) else (self.payload,)
+            if not items or not all(isinstance(t, type) or _is_path(t) for t in items):
+                raise TypeError(
+                    f"Kind {self.name!r}: payload must be a type or a tuple of types (each a "
+                    f"class or a 'module:Class' path), got {self.payload!r}"
+                )
         for method_name, fn in self.methods.items():
             if not method_name.startswith("add_") or not method_name.isidentifier():
                 raise ValueError(
@@ -106,10 +104,22 @@ class Kind:
             if not callable(fn):
                 raise TypeError(f"Kind {self.name!r}: method {method_name!r} is not callable")
 
+    @functools.cached_property
+    def payload_types(self) -> tuple[type, ...]:
+        """The classes of ``payload`` (its ``"module:Class"`` paths imported); () when unset.
+
+        Raises:
+            TypeError: a path names no class.
+        """
+        if self.payload is None:
+            return ()
+        items = self.payload if isinstance(self.payload, tuple) else (self.payload,)
+        return tuple(t if isinstance(t, type) else _import_class(self.name, t) for t in items)
+
     def payload_of(self, value: Any) -> Any:
         """``value`` as this kind's payload: as it is when it is one (``payload``), else what
         ``convert`` makes of it."""
-        if self.payload is not None and isinstance(value, self.payload):
+        if self.payload is not None and isinstance(value, self.payload_types):
             return value
         return self.convert(value)
 
@@ -129,18 +139,23 @@ class Kind:
                 ``from_row`` refuses it).
         """
         payload = row.get(PAYLOAD_KEY)
-        if payload is not None and self.payload is not None and isinstance(payload, self.payload):
+        if (
+            payload is not None
+            and self.payload is not None
+            and isinstance(payload, self.payload_types)
+        ):
             return row["tag"], payload
         if self.from_row is not None:
             tag, value = self.from_row(row)
             return tag, self.payload_of(value)
-        if self.to_row is not None and isinstance(self.payload, type):
+        if self.to_row is not None and len(self.payload_types) == 1:
+            cls = self.payload_types[0]
             fields = {k: v for k, v in row.items() if k not in _ROW_KEYS}
             try:  # a payload made of to_row's fields (a dataclass): no from_row needed
-                return row["tag"], self.payload(**fields)
+                return row["tag"], cls(**fields)
             except TypeError as exc:
                 raise ValueError(
-                    f"kind {self.name!r}: the row is no {self.payload.__name__} ({exc})"
+                    f"kind {self.name!r}: the row is no {cls.__name__} ({exc})"
                 ) from None
         raise ValueError(f"kind {self.name!r}: the row holds no payload and there is no from_row")
 
@@ -170,3 +185,19 @@ class Kind:
                 yield group, exc
                 continue
             yield group, built
+
+
+def _is_path(text: Any) -> bool:
+    """Whether ``text`` looks like ``"module:Class"``."""
+    if not isinstance(text, str) or text.count(":") != 1:
+        return False
+    module, name = text.split(":")
+    return all(part.isidentifier() for part in module.split(".")) and name.isidentifier()
+
+
+def _import_class(kind: str, path: str) -> type:
+    module, name = path.split(":")
+    cls = getattr(importlib.import_module(module), name, None)
+    if not isinstance(cls, type):
+        raise TypeError(f"Kind {kind!r}: payload {path!r} names no class")
+    return cls

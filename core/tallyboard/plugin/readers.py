@@ -45,14 +45,14 @@ class PayloadRows:
         self.__dict__.update(getattr(decode, "__dict__", {}))
 
     def _row(self, result: Any) -> Any:
-        kind = self.kind
-        if isinstance(result, kind.payload):
+        kind, types = self.kind, self.kind.payload_types
+        if isinstance(result, types):
             return {**kind.to_row(result), PAYLOAD_KEY: result}
         if (
             isinstance(result, tuple)
             and len(result) == 2
             and isinstance(result[0], str)
-            and isinstance(result[1], kind.payload)
+            and isinstance(result[1], types)
         ):
             return {**kind.to_row(result[1]), "tag": result[0], PAYLOAD_KEY: result[1]}
         return result

@@ -26,6 +26,11 @@ def _from_row(row: dict[str, Any]) -> tuple[str, Any]:
     return row["tag"], from_row(row)
 
 
+def _to_row(h: Any) -> dict[str, Any]:
+    """A Histogram's fields as a row (``Histogram.to_row``)."""
+    return h.to_row()  # type: ignore[no-any-return]
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     from .methods import add_histogram, add_histogram_raw
@@ -37,6 +42,8 @@ def register_kinds(register: Any) -> None:
             methods={"add_histogram": add_histogram, "add_histogram_raw": add_histogram_raw},
             description="distribution of values per step (TensorFlow's default buckets)",
             from_row=_from_row,
+            payload="tallyboard_histogram.compute:Histogram",  # imported on first use
+            to_row=_to_row,
         )
     )
 

@@ -66,9 +66,15 @@ def as_row(
         "num": float(num),
         "sum": float(sum),
         "sum_squares": float(sum_squares),
-        "bucket_limit": [float(x) for x in bucket_limit],
-        "bucket": [float(x) for x in bucket],
+        "bucket_limit": _floats(bucket_limit),
+        "bucket": _floats(bucket),
     }
+
+
+def _floats(values: Any) -> list[float]:
+    if isinstance(values, np.ndarray) and values.dtype == np.float64:
+        return values.tolist()  # type: ignore[no-any-return]
+    return [float(x) for x in values]
 
 
 def from_row(row: dict[str, Any]) -> Histogram:

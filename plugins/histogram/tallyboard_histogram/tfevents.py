@@ -8,7 +8,7 @@ import numpy as np
 from tallyboard.records.wire import field_bytes, varint
 from tallyboard_tfevents.encoding import summary_event
 
-from .compute import Histogram, as_row, histogram_of
+from .compute import Histogram, histogram_of
 
 _pack_d = struct.Struct("<d").pack
 _ZERO = b"\x00" * 8
@@ -72,19 +72,27 @@ def encode_served(tag: str, step: int | None, wall_time: float, h: Histogram) ->
 encode.served = encode_served  # type: ignore[attr-defined]  # what the board serves
 
 
-def decode(value: object, step: int, wall_time: float) -> dict[str, object] | None:
+def decode(value: object, step: int, wall_time: float) -> Histogram | None:
     """A histogram: a ``HistogramProto`` (torch, tensorboardX, TF1, tallyboard) as it is, or a
     ``histograms``-plugin tensor of ``[k, 3]`` rows (left edge, right edge, count: TF2's
-    ``tf.summary.histogram``, Keras) in the same columns.
+    ``tf.summary.histogram``, Keras), as the kind's payload (its row: ``Histogram.to_row``).
 
-    From a tensor, ``bucket_limit`` is the right edges, ``bucket`` the counts, ``min`` the first
-    left edge, ``max`` the last right edge and ``num`` the sum of the counts; ``sum`` and
-    ``sum_squares`` are NaN, since that format does not hold them. TF2 buckets are contiguous
-    (each left edge is the previous right edge), so nothing else is lost.
+    From a tensor, ``bucket_limits`` is the right edges, ``bucket_counts`` the counts, ``min``
+    the first left edge, ``max`` the last right edge and ``num`` the sum of the counts; ``sum``
+    and ``sum_squares`` are NaN, since that format does not hold them. TF2 buckets are
+    contiguous (each left edge is the previous right edge), so nothing else is lost.
     """
     if value.HasField("histo"):  # type: ignore[attr-defined]
         h = value.histo  # type: ignore[attr-defined]
-        return as_row(h.min, h.max, h.num, h.sum, h.sum_squares, h.bucket_limit, h.bucket)
+        return Histogram(
+            float(h.min),
+            float(h.max),
+            float(h.num),
+            float(h.sum),
+            float(h.sum_squares),
+            np.array(h.bucket_limit, np.float64),
+            np.array(h.bucket, np.float64),
+        )
     meta = value.metadata  # type: ignore[attr-defined]
     if meta.plugin_data.plugin_name != "histograms" or not value.HasField("tensor"):  # type: ignore[attr-defined]
         return None
@@ -95,12 +103,12 @@ def decode(value: object, step: int, wall_time: float) -> dict[str, object] | No
         return None
     rows = arr.astype(np.float64)
     nan = float("nan")
-    return {
-        "min": float(rows[0, 0]) if len(rows) else 0.0,
-        "max": float(rows[-1, 1]) if len(rows) else 0.0,
-        "num": float(rows[:, 2].sum()),
-        "sum": nan,
-        "sum_squares": nan,
-        "bucket_limit": rows[:, 1].tolist(),
-        "bucket": rows[:, 2].tolist(),
-    }
+    return Histogram(
+        float(rows[0, 0]) if len(rows) else 0.0,
+        float(rows[-1, 1]) if len(rows) else 0.0,
+        float(rows[:, 2].sum()),
+        nan,
+        nan,
+        np.ascontiguousarray(rows[:, 1]),
+        np.ascontiguousarray(rows[:, 2]),
+    )

@@ -8,9 +8,11 @@ Python's ``json`` and pandas read). Binary payloads (images, audio) are written 
 ``"value": {"path": "blobs/00000001.png", "content_type": "image/png", ...}``.
 
 An encoder for this sink returns a ``dict`` (the ``value`` field); values of type :class:`Blob`
-inside it become side files. Built-in kinds taught here: scalar, text, histogram, image, audio;
-any other kind that declares its row (``Kind.to_row``) is written and read back as that row with
-no encoder or decoder of its own (:func:`encode_row`, ``reader.decode_row``).
+inside it become side files. Built-in kinds taught here: scalar, text, image, audio (their lines
+are not their rows: side files, a bare string); any other kind that declares its row
+(``Kind.to_row``: histogram, a third-party one) is written as that row with no encoder of its own
+(:func:`encode_row`) and read back by ``reader.decode_row`` (the histogram's decoder also reads
+lines written under its older field names).
 
 The plugin reads its files back too (``tallyboard.read``, ``tallyboard ls``), with a decoder per
 kind registered for ``("jsonl", kind)``: see :mod:`tallyboard_jsonl.reader`.
@@ -73,10 +75,6 @@ def _text(value: Any) -> Any:
     return value if isinstance(value, str) else value.tolist()  # a table: nested lists
 
 
-def _histogram(h: Any) -> dict[str, Any]:
-    return h.to_row()  # type: ignore[no-any-return]  # the kind's own fields
-
-
 def _image(payload: Any) -> dict[str, Any]:
     from tallyboard_image.encoded import EncodedImages, content_type, suffix
 
@@ -137,7 +135,6 @@ encode_row.rows = True  # type: ignore[attr-defined]  # every kind with a row, n
 BUILTIN_ENCODERS = {
     "scalar": _scalar,
     "text": _text,
-    "histogram": _histogram,
     "image": _image,
     "audio": _audio,
 }

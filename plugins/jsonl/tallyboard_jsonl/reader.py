@@ -212,17 +212,17 @@ def decode_text(value: Any, step: int, wall_time: float) -> dict[str, Any] | Non
     }
 
 
-def decode_histogram(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """The histogram kind's row (``tallyboard_histogram.compute.ROW_FIELDS``), as its line
-    holds it; lines written before the kind's names were used (``bucket_limits``,
-    ``bucket_counts``) read the same."""
+def decode_histogram(value: Any, step: int, wall_time: float) -> Any:
+    """The histogram kind's payload (a ``tallyboard_histogram.compute.Histogram``) of a line
+    holding its row (``ROW_FIELDS``, as the generic row encoder writes it); lines written
+    before the kind's names were used (``bucket_limits``, ``bucket_counts``) read the same."""
     if not isinstance(value, dict):
         return None
-    from tallyboard_histogram.compute import ROW_FIELDS, as_row
+    from tallyboard_histogram.compute import from_row
 
     if "bucket_limit" not in value and "bucket_limits" in value:
         value = {**value, "bucket_limit": value["bucket_limits"], "bucket": value["bucket_counts"]}
-    return as_row(*(value[name] for name in ROW_FIELDS))
+    return from_row(value)
 
 
 def decode_image(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
