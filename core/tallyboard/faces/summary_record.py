@@ -31,7 +31,14 @@ from tallyboard.faces.mindspore_values import is_tensor_type as _is_ms_tensor_ty
 from tallyboard.faces.mindspore_values import scalar as _ms_scalar
 from tallyboard.faces.snapshots import Snapshots
 from tallyboard.plugin.registry import get_registry
-from tallyboard.plugin.sinks import Sink, SinkEntry, SinkOptions, parse_sink, parse_sinks
+from tallyboard.plugin.sinks import (
+    Sink,
+    SinkEntry,
+    SinkFastPath,
+    SinkOptions,
+    parse_sink,
+    parse_sinks,
+)
 from tallyboard.ranks import discovery as ranks
 from tallyboard.records import lifecycle
 from tallyboard.values import check_utf8
@@ -370,14 +377,15 @@ class SummaryRecord:
         )
         self._sink: Sink = registry.sink(DEFAULT_SINK).open(options)
         # A sink may take a record() directly as write_record(step, wall_time, items), sparing
-        # the Recorded wrapper on the hot path; any other sink gets write(Recorded(...)).
-        self._write_record: Callable[[int, float, list[tuple[str, str, Any]]], None] = getattr(
-            self._sink, "write_record", None
-        ) or (lambda step, wall_time, items: self._sink.write(Recorded(step, wall_time, items)))
-        # ... and a step of one value as write_value(step, wall_time, (kind, tag, payload)).
-        self._write_value: Callable[[int, float, tuple[str, str, Any]], None] | None = getattr(
-            self._sink, "write_value", None
+        # the Recorded wrapper on the hot path; any other sink gets write(Recorded(...)). It may
+        # take a step of one value as write_value(step, wall_time, (kind, tag, payload)), and
+        # forget its buffers in a forked child with abandon() (see OptionalSink).
+        self._fast = SinkFastPath.of(self._sink)
+        self._write_record: Callable[[int, float, list[tuple[str, str, Any]]], None] = (
+            self._fast.write_record
+            or (lambda step, wall_time, items: self._sink.write(Recorded(step, wall_time, items)))
         )
+        self._write_value = self._fast.write_value
         # sinks= takes what SummaryWriter(sinks=...) takes, checked here by the same function
         targets = parse_sinks(registry, sinks, allow_empty=True)
         if tensorboard and not any(t.spec.name == "tfevents" and not t.location for t in targets):
@@ -892,7 +900,7 @@ class SummaryRecord:
                 )
 
     def _after_fork(self) -> None:
-        abandon = getattr(self._sink, "abandon", None)
+        abandon = self._fast.abandon
         if abandon is not None:
             abandon()
         self._closed = True
