@@ -280,3 +280,21 @@ def test_the_histogram_decoders_return_the_kinds_payload(tmp_path: Path) -> None
         w.add_histogram("h", np.arange(10.0), 1)
     [row] = read(tmp_path, kind="histogram").to_dict("records")
     assert {k: row[k] for k in ROW_FIELDS} == h.to_row()
+
+
+def test_tensors_go_to_jsonl_as_their_row_and_come_back_with_their_dtype(tmp_path: Path) -> None:
+    from tensorboard.backend.event_processing import event_accumulator
+
+    ints = np.arange(6, dtype=np.int32).reshape(2, 3)
+    with SummaryWriter(tmp_path / "src") as w:
+        w.add_tensor("ints", ints, 2)
+    summary = convert(tmp_path / "src", tmp_path / "jsonl", to="jsonl")
+    assert summary.converted == {"tensor": 1} and not summary.not_converted
+    [line] = (tmp_path / "jsonl" / "records.jsonl").read_text().splitlines()
+    assert json.loads(line)["value"] == {"dtype": "int32", "shape": [2, 3], "value": ints.tolist()}
+    assert convert(tmp_path / "jsonl", tmp_path / "back", to="tfevents").converted == {"tensor": 1}
+    acc = event_accumulator.EventAccumulator(str(tmp_path / "back"))
+    acc.Reload()
+    [event] = acc.Tensors("ints")
+    got = tensor_util.make_ndarray(event.tensor_proto)
+    assert got.dtype == np.int32 and got.tolist() == ints.tolist()

@@ -1,7 +1,8 @@
 """Decoders ``("mindspore", kind)``: MindSpore summary values back into the rows of ``tallyboard.read``.
 
 Each decoder is called as ``decode(value, step, wall_time)`` with a
-:class:`~tallyboard_mindspore.reader.MindSporeValue` and returns a row (a dict) or None when the
+:class:`~tallyboard_mindspore.reader.MindSporeValue` and returns a row (a dict), the kind's
+payload where the kind declares one with its row (``Kind.to_row``: tensor), or None when the
 value is not of its kind. Rows carry the same columns as the ``tfevents`` decoders of the same
 kind, so one table can hold both formats and a row can be turned back into a value.
 """
@@ -55,9 +56,10 @@ def decode_image(value: Any, step: int, wall_time: float) -> dict[str, Any] | No
     }
 
 
-def decode_tensor(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """anf_ir ``TensorProto`` as ``dtype`` (numpy name of the declared ``data_type``), ``shape``
-    and ``value``: a numpy array of that dtype (MindSpore stores every element as float32)."""
+def decode_tensor(value: Any, step: int, wall_time: float) -> np.ndarray | None:
+    """anf_ir ``TensorProto`` as the tensor kind's payload: a numpy array of the declared
+    ``data_type`` (MindSpore stores every element as float32); its row holds ``dtype``,
+    ``shape`` and ``value``."""
     if value.value_field != TENSOR or value.event_field != SUMMARY_EVENT_FIELD:
         return None
     dims: list[int] = []
@@ -82,7 +84,7 @@ def decode_tensor(value: Any, step: int, wall_time: float) -> dict[str, Any] | N
         raise ValueError(f"TensorProto of shape {dims} holds {flat.size} float_data elements")
     with np.errstate(invalid="ignore", over="ignore"):
         array = flat.astype(name).reshape(dims)
-    return {"dtype": name, "shape": dims, "value": array}
+    return array
 
 
 def decode_histogram(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:

@@ -12,6 +12,23 @@ from typing import Any
 from tallyboard import Kind, hookimpl
 
 
+def _to_row(arr: Any) -> dict[str, Any]:
+    """An array as a row: its ``dtype`` name, ``shape`` and the array itself (``value``)."""
+    return {"dtype": arr.dtype.name, "shape": list(arr.shape), "value": arr}
+
+
+def _from_row(row: dict[str, Any]) -> tuple[str, Any]:
+    """The array of a row, of the row's ``dtype`` when the format gave nested lists (JSONL)."""
+    import numpy as np
+
+    from .methods import to_tensor
+
+    value = row["value"]
+    if not isinstance(value, np.ndarray):
+        value = np.asarray(value, dtype=row.get("dtype"))
+    return row["tag"], to_tensor(value, "value")
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     from .methods import add_tensor, to_tensor
@@ -23,7 +40,9 @@ def register_kinds(register: Any) -> None:
             methods={"add_tensor": add_tensor},
             heavy=True,
             description="a whole array per step (no TensorBoard dashboard)",
-            from_row=lambda row: (row["tag"], row["value"]),
+            from_row=_from_row,
+            payload="numpy:ndarray",  # imported on first use
+            to_row=_to_row,
         )
     )
 

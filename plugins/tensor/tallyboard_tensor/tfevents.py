@@ -21,8 +21,9 @@ def encode(tag: str, step: int | None, wall_time: float, arr: np.ndarray) -> byt
     return summary_event(step, wall_time, [value])
 
 
-def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """A generic tensor as ``dtype``, ``shape`` and the numpy ``value``: plugin ``tensor``
+def decode(value: Any, step: int, wall_time: float) -> np.ndarray | None:
+    """A generic tensor as the kind's payload, the numpy array (its row: ``dtype``, ``shape``
+    and ``value``): plugin ``tensor``
     (tallyboard, torch's ``add_tensor``), or no plugin name at all (``tf.summary.write``,
     ``tf.compat.v1.summary.tensor_summary``). Packed ``tensor_content`` and the repeated fields
     are both read; strings come as str (an object array of bytes when they are no UTF-8),
@@ -41,4 +42,4 @@ def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
             )
         except UnicodeDecodeError:  # binary strings stay bytes
             pass
-    return {"dtype": arr.dtype.name, "shape": list(arr.shape), "value": arr}
+    return arr
