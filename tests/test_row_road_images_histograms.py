@@ -191,3 +191,40 @@ def test_convert_of_mindspore_histograms_keeps_their_doubles(root: Path, tmp_pat
         assert list(proto.bucket_limit) == [b.left for b in h.buckets] + [
             h.buckets[-1].left + h.buckets[-1].width
         ]
+
+
+def test_the_event_file_image_decoder_gives_the_kinds_payload_bytes_as_they_are() -> None:
+    from tallyboard.plugin.registry import get_registry
+    from tallyboard_image import decode_tfevents
+    from tallyboard_image.encoded import EncodedImages
+
+    value = summary_pb2.Summary.Value(
+        tag="img",
+        metadata=image_metadata.create_summary_metadata("", "", converted_to_tensor=True),
+        tensor=tensor_util.make_tensor_proto([b"3", b"4", *PNGS, b"no image"]),
+    )
+    *images, junk = decode_tfevents(value, 1, 0.0)
+    assert all(type(p) is EncodedImages for p in images)
+    assert [(p.images, p.sample, p.width, p.height) for p in images] == [
+        ((png,), i, 3, 4) for i, png in enumerate(PNGS)
+    ]
+    assert junk["data"] == b"no image" and junk["sample"] == 3  # a row: from_row reports it
+    kind = get_registry().kinds["image"]
+    assert kind.to_row(images[1]) == {
+        "width": 3,
+        "height": 4,
+        "colorspace": 3,
+        "data": PNGS[1],
+        "sample": 1,
+    }
+    joined = kind.join(images)
+    assert joined.images == tuple(PNGS) and kind.join([*images, junk]) is None
+
+
+def test_read_gives_each_image_of_an_event_file_as_its_bytes(root: Path, tmp_path: Path) -> None:
+    from tallyboard import read
+
+    convert(root / "jsonl", tmp_path / "tb", to="tfevents")
+    table = read(tmp_path / "tb", kind="image")
+    assert table["data"].tolist() == PNGS and table["sample"].tolist() == [0, 1, 2]
+    assert "__payload__" not in table.columns

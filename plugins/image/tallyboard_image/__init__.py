@@ -17,7 +17,7 @@ from tallyboard import Kind, hookimpl
 def register_kinds(register: Any) -> None:
     from . import methods
     from .convert import ImagePayload, convert
-    from .encoded import EncodedImages, join
+    from .encoded import EncodedImages, join, to_row
     from .rows import from_row
 
     register(
@@ -35,6 +35,7 @@ def register_kinds(register: Any) -> None:
             description="images, image grids, boxes, matplotlib figures, GIF videos",
             from_row=from_row,
             payload=(ImagePayload, EncodedImages),
+            to_row=to_row,
             join=join,
         )
     )
@@ -61,25 +62,28 @@ def _png_colorspace(data: bytes) -> int:
     return _PNG_COLORSPACE.get(data[25], 0)
 
 
-def decode_tfevents(value: Any, step: int, wall_time: float) -> list[dict[str, Any]] | None:
-    """Images as metadata plus their encoded bytes, decoded only on demand: one row per image.
+def decode_tfevents(value: Any, step: int, wall_time: float) -> list[Any] | None:
+    """Images as the kind's payload, their encoded bytes as they are (never decoded here): one
+    :class:`~tallyboard_image.encoded.EncodedImages` per image (a row of an image a browser
+    cannot show: ``from_row`` decodes its pixels).
 
     A ``Summary.Image`` is one image (``sample`` 0); an ``images``-plugin string tensor
     (TF2's ``tf.summary.image``, Keras) is ``[width, height, png, png, ...]``, several images at
     one step, numbered by ``sample``. ``data`` is the PNG (or other encoded) image:
     ``PIL.Image.open(io.BytesIO(row["data"]))``.
     """
+    from .encoded import image_or_row
+
     if value.HasField("image"):
         img = value.image
-        return [
-            {
-                "width": int(img.width),
-                "height": int(img.height),
-                "colorspace": int(img.colorspace),
-                "data": bytes(img.encoded_image_string),
-                "sample": 0,
-            }
-        ]
+        row = {
+            "width": int(img.width),
+            "height": int(img.height),
+            "colorspace": int(img.colorspace),
+            "data": bytes(img.encoded_image_string),
+            "sample": 0,
+        }
+        return [image_or_row(row)]
     if value.metadata.plugin_data.plugin_name != "images" or not value.HasField("tensor"):
         return None
     from tallyboard_tfevents.proto import DT_STRING
@@ -96,13 +100,15 @@ def decode_tfevents(value: Any, step: int, wall_time: float) -> list[dict[str, A
     except ValueError:  # not the images plugin's layout
         return None
     return [
-        {
-            "width": width,
-            "height": height,
-            "colorspace": _png_colorspace(data),
-            "data": data,
-            "sample": i,
-        }
+        image_or_row(
+            {
+                "width": width,
+                "height": height,
+                "colorspace": _png_colorspace(data),
+                "data": data,
+                "sample": i,
+            }
+        )
         for i, data in enumerate(items[2:])
     ]
 

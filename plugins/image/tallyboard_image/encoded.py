@@ -40,13 +40,15 @@ class EncodedImages:
     """One or more encoded images of one tag and step, with the header TensorBoard stores.
 
     ``images`` holds each image's bytes as the file held them (PNG, JPEG or GIF); ``width``,
-    ``height`` and ``colorspace`` (1 gray .. 4 RGBA, 0 unknown) are the first image's.
+    ``height`` and ``colorspace`` (1 gray .. 4 RGBA, 0 unknown) are the first image's;
+    ``sample`` is the first image's place in its summary (several images at one step).
     """
 
     width: int
     height: int
     colorspace: int
     images: tuple[bytes, ...]
+    sample: int = 0
 
     def __post_init__(self) -> None:
         if not self.images or not all(content_type(b) for b in self.images):
@@ -82,4 +84,39 @@ def join(payloads: Sequence[Any]) -> EncodedImages | None:
         return None
     first = payloads[0]
     images = tuple(b for p in payloads for b in p.images)
-    return EncodedImages(first.width, first.height, first.colorspace, images)
+    return EncodedImages(first.width, first.height, first.colorspace, images, first.sample)
+
+
+def image_or_row(row: dict[str, Any]) -> Any:
+    """A decoder's image row (``width``, ``height``, ``colorspace``, ``data``, ``sample``) as
+    the kind's payload when its data is an image a browser shows, else the row as it is (its
+    pixels are then decoded by ``from_row``, or it is reported as no image)."""
+    if not content_type(row["data"]):
+        return row
+    data = bytes(row["data"])
+    return EncodedImages(row["width"], row["height"], row["colorspace"], (data,), row["sample"])
+
+
+def to_row(payload: Any) -> dict[str, Any]:
+    """An image payload as a row of ``tallyboard.read``'s table: ``width``, ``height``,
+    ``colorspace``, ``data`` (the encoded bytes; a list of them for several images) and
+    ``sample``; pixels are encoded as the sinks encode them."""
+    if isinstance(payload, EncodedImages):
+        images = payload.images
+        return {
+            "width": payload.width,
+            "height": payload.height,
+            "colorspace": payload.colorspace,
+            "data": images[0] if len(images) == 1 else list(images),
+            "sample": payload.sample,
+        }
+    from .codec import encode
+
+    img = encode(payload)
+    return {
+        "width": img.width,
+        "height": img.height,
+        "colorspace": img.colorspace,
+        "data": img.data,
+        "sample": 0,
+    }

@@ -59,7 +59,9 @@ def from_row(row: dict[str, Any]) -> tuple[str, Any]:
     if content_type(data):
         header = [row.get(k) for k in ("width", "height", "colorspace")]
         if all(isinstance(v, int) and v >= 0 for v in header):
-            return tag, EncodedImages(header[0], header[1], header[2], (bytes(data),))
+            width, height, colorspace = (int(v) for v in header)  # type: ignore[arg-type]
+            sample = int(row.get("sample") or 0)
+            return tag, EncodedImages(width, height, colorspace, (bytes(data),), sample)
     return tag, decode(data, f"image {tag!r} at step {row.get('step')}", row.get("colorspace"))
 
 

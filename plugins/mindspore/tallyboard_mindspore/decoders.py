@@ -2,7 +2,8 @@
 
 Each decoder is called as ``decode(value, step, wall_time)`` with a
 :class:`~tallyboard_mindspore.reader.MindSporeValue` and returns a row (a dict), the kind's
-payload where the kind declares one with its row (``Kind.to_row``: tensor), or None when the
+payload where the kind declares one with its row (``Kind.to_row``: tensor; an image stays a
+row: its table has no ``sample``, and ``from_row`` keeps its PNG bytes), or None when the
 value is not of its kind. Rows carry the same columns as the ``tfevents`` decoders of the same
 kind, so one table can hold both formats and a row can be turned back into a value.
 """
