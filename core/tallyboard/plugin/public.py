@@ -235,6 +235,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     # the payloads of built-in kinds a sink's encoders receive (docs/plugins.md, section 4)
     "tallyboard_histogram.compute": ("Histogram",),
     "tallyboard_image.convert": ("ImagePayload",),
+    "tallyboard_image.encoded": ("EncodedImages",),
     "tallyboard_audio.convert": ("AudioPayload",),
 }
 
