@@ -76,6 +76,22 @@ class EncodedImages:
         """The frame rate of a GIF video; None for a still."""
         return self._decoded.fps
 
+    @property
+    def is_video(self) -> bool:
+        """True when the first image is an animated GIF (decoded to know)."""
+        return self.fps is not None
+
+    @property
+    def channels(self) -> int:
+        """Channels of the first image's pixels (decoded to know)."""
+        return int(self.pixels.shape[-1])
+
+    #: What an :class:`~tallyboard_image.convert.ImagePayload` also carries, so an encoder
+    #: written for one reads these the same: no boxes or labels to draw, no rescale.
+    boxes = None
+    labels = None
+    rescale = 1.0
+
 
 def join(payloads: Sequence[Any]) -> EncodedImages | None:
     """The images of one tag and step as one value (the first's header); None when one of them
