@@ -4,8 +4,10 @@ A route hands a payload to its sink in one of three ways: encoded now, as a
 :class:`~tallyboard.plugin.sinks.Deferred` encode (heavy kinds, and values still on a device),
 or as a row ``(key, tag, step, wall_time, payload)`` that the sink frames in batches later (an
 encoder with a ``batch`` form and a sink with ``write_row`` and ``row_key``, see
-:class:`~tallyboard.plugin.sinks.OptionalSink`). :func:`deliver` is the one place that tells the
-three apart; :meth:`SinkRouter.report` the one place a failed sink is raised or dropped.
+:class:`~tallyboard.plugin.sinks.OptionalSink`). :meth:`SinkRouter.route` builds a kind's routes
+once; :meth:`~tallyboard.faces.writer_emit.ValueRoad.emit` walks them in the one loop that tells
+the three ways apart, and :meth:`SinkRouter.report` is the one place a failed sink is raised or
+dropped.
 """
 
 from __future__ import annotations
@@ -16,37 +18,22 @@ from typing import Any
 
 from tallyboard import warn
 from tallyboard.plugin.registry import Registry
-from tallyboard.plugin.sinks import Deferred, Sink, SinkFastPath
+from tallyboard.plugin.sinks import Sink, SinkFastPath
 from tallyboard.values import Pending
 from tallyboard.warn import SinkWarning
 
 #: What a writer may do when a sink fails: raise its error, or warn once and drop the sink.
 SINK_ERRORS = ("raise", "warn")
-_NOW, _DEFERRED, _ROW = 0, 1, 2
+#: The ways a route hands a payload over: encoded now, deferred, or as a row.
+NOW, DEFERRED, ROW = 0, 1, 2
+#: The second half of the route key of a kind's values still on a device: ``(kind, PENDING)``.
+PENDING = "pending"
+#: A kind's name, or ``(kind, PENDING)``.
+RouteKey = str | tuple[str, str]
 #: One sink's road for a kind: (encode, or the row key; the sink's write; the mode).
 Route = tuple[Any, Callable[[Any], None], int]
 #: A route's write that raised, with its error.
 Failure = tuple[Callable[[Any], None], Exception]
-
-
-def deliver(
-    routes: list[Route], tag: str, step: int | None, wall_time: float, payload: Any
-) -> list[Failure] | None:
-    """Hand one checked value to every route; return the writes that raised (None: all went)."""
-    failures = None
-    for encode, write, mode in routes:
-        try:
-            if mode is _ROW:
-                write((encode, tag, step, wall_time, payload))
-            elif mode:
-                write(Deferred(encode, (tag, step, wall_time, payload), _size_hint(payload)))
-            else:
-                write(encode(tag, step, wall_time, payload))
-        except Exception as exc:
-            if failures is None:
-                failures = []
-            failures.append((write, exc))
-    return failures
 
 
 class SinkRouter:
@@ -59,7 +46,7 @@ class SinkRouter:
         sinks: The open sinks, as (name, sink), in the writer's order.
     """
 
-    __slots__ = ("registry", "sink_errors", "lock", "sinks", "routes", "_pending", "_fast")
+    __slots__ = ("registry", "sink_errors", "lock", "sinks", "routes", "_fast")
 
     def __init__(
         self,
@@ -73,8 +60,7 @@ class SinkRouter:
         self.lock = lock
         self.sinks: list[tuple[str, Sink]] = list(sinks)
         #: Each kind's routes, filled by :meth:`route`; emptied when a sink is dropped.
-        self.routes: dict[str, list[Route]] = {}
-        self._pending: dict[str, list[Route]] = {}
+        self.routes: dict[RouteKey, list[Route]] = {}
         self._fast = {id(sink): SinkFastPath.of(sink) for _, sink in self.sinks}
 
     def encoder(self, kind: str, sink_name: str) -> Callable[..., Any] | None:
@@ -89,8 +75,13 @@ class SinkRouter:
             encode = functools.partial(encode_any, kind)
         return encode
 
-    def route(self, kind: str) -> list[Route]:
-        """The routes of a value of ``kind`` (ValueError for a kind no plugin provides)."""
+    def route(self, key: RouteKey) -> list[Route]:
+        """The routes of a value of kind ``key`` (ValueError for a kind no plugin provides), or,
+        for ``(kind, PENDING)``, of such a value still on a device (a ``Pending``): each sink's
+        writer thread materialises it and encodes it."""
+        if isinstance(key, tuple):
+            return self._pending_route(key)
+        kind = key
         heavy = self.registry.kind(kind).heavy
         routes: list[Route] = []
         for sink_name, sink in self.sinks:
@@ -100,25 +91,19 @@ class SinkRouter:
             batch = getattr(encode, "batch", None)  # the encoder's batch form, if it has one
             fast = self._fast[id(sink)]
             if batch is not None and fast.write_row is not None and not heavy:
-                routes.append((fast.row_key(batch), fast.write_row, _ROW))  # type: ignore[misc]
+                routes.append((fast.row_key(batch), fast.write_row, ROW))  # type: ignore[misc]
             else:
-                routes.append((encode, sink.write, _DEFERRED if heavy else _NOW))
+                routes.append((encode, sink.write, DEFERRED if heavy else NOW))
         self.routes[kind] = routes
         return routes
 
-    def pending_route(self, kind: str) -> list[Route]:
-        """The routes of a value of ``kind`` still on a device (a ``Pending``): each sink's
-        writer thread materialises it and encodes it."""
-        routes = self._pending.get(kind)
-        if routes is None:
-            routes = []
-            for sink_name, sink in self.sinks:
-                encode = self.encoder(kind, sink_name)
-                if encode is not None:
-                    routes.append(
-                        (functools.partial(_encode_pending, encode), sink.write, _DEFERRED)
-                    )
-            self._pending[kind] = routes
+    def _pending_route(self, key: tuple[str, str]) -> list[Route]:
+        routes: list[Route] = []
+        for sink_name, sink in self.sinks:
+            encode = self.encoder(key[0], sink_name)
+            if encode is not None:
+                routes.append((functools.partial(_encode_pending, encode), sink.write, DEFERRED))
+        self.routes[key] = routes
         return routes
 
     def report(self, failures: list[Failure]) -> None:
@@ -156,7 +141,6 @@ class SinkRouter:
         with self.lock:
             self.sinks = [(n, s) for n, s in self.sinks if s is not sink]
             self.routes.clear()
-            self._pending.clear()
         warn_failed(name, action, exc)
         if action != "close":
             close_quietly(sink)
@@ -175,7 +159,8 @@ def _encode_pending(
     return encode(tag, step, wall_time, payload.result())
 
 
-def _size_hint(payload: Any) -> int:
+def size_hint(payload: Any) -> int:
+    """The payload's size in bytes for a :class:`Deferred` (its ``nbytes``; 0 when unknown)."""
     return int(getattr(payload, "nbytes", 0) or 0)
 
 

@@ -2,7 +2,8 @@
 
 Every ``add_*`` method ends in :meth:`ValueRoad.emit` (or :meth:`ValueRoad.emit_deferred` for a
 value still on a device): the tag, step and wall time are checked in the caller, then
-:func:`~tallyboard.faces.sink_router.deliver` hands the payload to each sink's route. Which
+:meth:`ValueRoad.emit` hands the payload along each sink's route (built by
+:class:`~tallyboard.faces.sink_router.SinkRouter`), the one place that tells the ways apart. Which
 ``emit`` a writer has depends on its rank (:meth:`ValueRoad._route_emit`): as is, checks only
 (a rank that writes nothing), rank-tagged (``ranks="all"``), or buffered for a reduction across
 ranks (``reduce=``) that :meth:`ValueRoad.sync` writes.
@@ -14,8 +15,9 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tallyboard.faces.sink_router import Route, SinkRouter, deliver
+from tallyboard.faces.sink_router import PENDING, ROW, Route, RouteKey, SinkRouter, size_hint
 from tallyboard.plugin.registry import Registry
+from tallyboard.plugin.sinks import Deferred
 from tallyboard.ranks import reduce as distributed
 from tallyboard.values import (
     Pending,
@@ -41,7 +43,7 @@ class ValueRoad:
         _sync_timeout: float
         _registry: Registry
         _router: SinkRouter
-        _routes: dict[str, list[Route]]
+        _routes: dict[RouteKey, list[Route]]
         _closed: bool
 
         def _open(self) -> None: ...
@@ -154,8 +156,23 @@ class ValueRoad:
             routes = self._routes[kind]
         except KeyError:
             routes = self._router.route(kind)
-        failures = deliver(routes, tag, global_step, walltime, payload)
-        if failures:
+        failures = None
+        for encode, write, mode in routes:  # the one place the three ways are told apart
+            try:
+                if mode is ROW:
+                    write((encode, tag, global_step, walltime, payload))
+                elif mode:
+                    write(
+                        Deferred(encode, (tag, global_step, walltime, payload), size_hint(payload))
+                    )
+                else:
+                    write(encode(tag, global_step, walltime, payload))
+            except Exception as exc:  # the other sinks still get the value
+                if failures is None:
+                    failures = [(write, exc)]
+                else:
+                    failures.append((write, exc))
+        if failures is not None:
             self._router.report(failures)
 
     def emit_deferred(
@@ -183,15 +200,8 @@ class ValueRoad:
         if plan.suffix or (sync is not None and type(tag) is str and sync.op_for(tag)):
             self.emit(kind, tag, payload.result(), global_step, walltime)
             return
-        tag = check_tag(tag)
-        global_step = check_step(global_step)
-        walltime = _now() if walltime is None else check_walltime(walltime)
-        if self._closed:
-            self._open()
-        router = self._router
-        failures = deliver(router.pending_route(kind), tag, global_step, walltime, payload)
-        if failures:
-            router.report(failures)
+        # emit's checks and its one loop, along the routes of a value still on a device
+        ValueRoad.emit(self, (kind, PENDING), tag, payload, global_step, walltime)  # type: ignore[arg-type]
 
     def add_value(
         self, kind: str, tag: str, value: Any, global_step: Any = None, walltime: Any = None

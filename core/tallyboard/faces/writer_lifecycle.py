@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Self
 from tallyboard.faces.file_writer import FileWriter
 from tallyboard.faces.sink_router import (
     Route,
+    RouteKey,
     SinkRouter,
     close_quietly,
     raise_first,
@@ -49,7 +50,7 @@ class WriterLifecycle:
     _lock: threading.RLock
     _closed: bool
     _router: SinkRouter
-    _routes: dict[str, list[Route]]
+    _routes: dict[RouteKey, list[Route]]
 
     def _use(self, router: SinkRouter) -> None:
         """Write through ``router`` from now on (``emit`` reads its routes directly)."""
