@@ -14,12 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: The signatures of the encodings a browser shows as they are, with their content types.
-_SIGNATURES = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF8", "image/gif"),
-)
+_PNG, _JPEG, _GIF = b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF8"
 _SUFFIXES = {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif"}
 
 
@@ -27,7 +22,12 @@ def content_type(data: Any) -> str | None:
     """The content type of encoded image bytes a browser shows (PNG, JPEG, GIF); None else."""
     if not isinstance(data, (bytes, bytearray)):
         return None
-    return next((ct for sig, ct in _SIGNATURES if data[: len(sig)] == sig), None)
+    head = bytes(data[:8])
+    if head == _PNG:
+        return "image/png"
+    if head[:3] == _JPEG:
+        return "image/jpeg"
+    return "image/gif" if head[:4] == _GIF else None
 
 
 def suffix(data: bytes) -> str:
