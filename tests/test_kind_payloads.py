@@ -298,3 +298,28 @@ def test_tensors_go_to_jsonl_as_their_row_and_come_back_with_their_dtype(tmp_pat
     [event] = acc.Tensors("ints")
     got = tensor_util.make_ndarray(event.tensor_proto)
     assert got.dtype == np.int32 and got.tolist() == ints.tolist()
+
+
+def test_pr_curves_go_to_jsonl_as_their_row_and_come_back_the_same(tmp_path: Path) -> None:
+    from tensorboard.backend.event_processing import event_accumulator
+
+    rng = np.random.default_rng(3)
+    with SummaryWriter(tmp_path / "src") as w:
+        w.add_pr_curve("pr", rng.integers(0, 2, 50), rng.random(50), 4, num_thresholds=7)
+    [before] = read(tmp_path / "src", kind="pr_curve").to_dict("records")
+    assert convert(tmp_path / "src", tmp_path / "jsonl", to="jsonl").converted == {"pr_curve": 1}
+    [line] = (tmp_path / "jsonl" / "records.jsonl").read_text().splitlines()
+    assert json.loads(line)["value"]["num_thresholds"] == 7
+    [after] = read(tmp_path / "jsonl", kind="pr_curve").to_dict("records")
+    assert after["precision"] == before["precision"].tolist()
+    assert convert(tmp_path / "jsonl", tmp_path / "back", to="tfevents").converted == {
+        "pr_curve": 1
+    }
+    tensors = []
+    for run in ("src", "back"):
+        acc = event_accumulator.EventAccumulator(str(tmp_path / run))
+        acc.Reload()
+        [event] = acc.Tensors("pr")
+        tensors.append(tensor_util.make_ndarray(event.tensor_proto))
+    assert tensors[0].dtype == tensors[1].dtype == np.float32
+    np.testing.assert_array_equal(tensors[0], tensors[1])

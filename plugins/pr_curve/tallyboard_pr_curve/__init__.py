@@ -18,6 +18,13 @@ def _from_row(row: dict[str, Any]) -> tuple[str, Any]:
     return from_row(row)
 
 
+def _to_row(curve: Any) -> dict[str, Any]:
+    """A curve's row: ``num_thresholds``, ``thresholds`` and its six rows by name."""
+    from .tfevents import to_row
+
+    return to_row(curve)
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     from .compute import convert
@@ -30,6 +37,8 @@ def register_kinds(register: Any) -> None:
             methods={"add_pr_curve": add_pr_curve, "add_pr_curve_raw": add_pr_curve_raw},
             description="precision-recall curve per step",
             from_row=_from_row,
+            payload="tallyboard_pr_curve.compute:PrCurve",  # imported on first use
+            to_row=_to_row,
         )
     )
 

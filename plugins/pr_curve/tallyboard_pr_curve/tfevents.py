@@ -40,11 +40,11 @@ ROWS = (
 )
 
 
-def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """A ``pr_curves`` value as numpy arrays: ``thresholds`` (``linspace(0, 1, T)``, as
-    TensorBoard computes them), then the six float32 rows as stored (the four counts
-    ``true_positives`` ... ``false_negatives``, fractional with weights, then ``precision`` and
-    ``recall``), and ``num_thresholds``."""
+def decode(value: Any, step: int, wall_time: float) -> PrCurve | None:
+    """A ``pr_curves`` value as the kind's payload, its six rows float32 as stored (the four
+    counts ``true_positives`` ... ``false_negatives``, fractional with weights, then
+    ``precision`` and ``recall``) and ``num_thresholds``; its row (:func:`to_row`) adds
+    ``thresholds`` (``linspace(0, 1, T)``, as TensorBoard computes them)."""
     if value.metadata.plugin_data.plugin_name != "pr_curves" or not value.HasField("tensor"):
         return None
     from tallyboard_tfevents.tensors import to_ndarray
@@ -52,17 +52,22 @@ def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
     data = to_ndarray(value.tensor)  # tensor_content (TF) or float_val (torch, tensorboardX)
     if data is None or data.ndim != 2 or data.shape[0] != len(ROWS) or data.dtype.kind not in "fiu":
         return None
-    dims = list(data.shape)
     try:
         num_thresholds = PrCurvePluginData.FromString(value.metadata.plugin_data.content)
     except DecodeError:  # the curve itself is in the tensor; its column count says as much
         num_thresholds = None
-    row: dict[str, Any] = {
-        "num_thresholds": int(getattr(num_thresholds, "num_thresholds", 0)) or dims[1]
-    }
-    row["thresholds"] = np.linspace(0.0, 1.0, dims[1])
+    count = int(getattr(num_thresholds, "num_thresholds", 0)) or int(data.shape[1])
+    return PrCurve(data.astype(np.float32), count)
+
+
+def to_row(curve: PrCurve) -> dict[str, Any]:
+    """A curve as a row of ``tallyboard.read``'s table: ``num_thresholds``, ``thresholds``
+    (``linspace(0, 1, T)``) and each of :data:`ROWS` as a float32 array."""
+    data = np.asarray(curve.data, np.float32)
+    row: dict[str, Any] = {"num_thresholds": int(curve.num_thresholds)}
+    row["thresholds"] = np.linspace(0.0, 1.0, data.shape[1])
     for i, name in enumerate(ROWS):
-        row[name] = data[i].astype(np.float32)
+        row[name] = data[i].copy()
     return row
 
 
