@@ -288,11 +288,17 @@ def test_tensors_go_to_jsonl_as_their_row_and_come_back_with_their_dtype(tmp_pat
     ints = np.arange(6, dtype=np.int32).reshape(2, 3)
     with SummaryWriter(tmp_path / "src") as w:
         w.add_tensor("ints", ints, 2)
+    with SummaryWriter(tmp_path / "src" / "words") as w:
+        w.add_tensor("words", np.array(["ab", "cde"]), 2)
     summary = convert(tmp_path / "src", tmp_path / "jsonl", to="jsonl")
-    assert summary.converted == {"tensor": 1} and not summary.not_converted
+    assert summary.converted == {"tensor": 2} and not summary.not_converted
+    back = convert(tmp_path / "jsonl" / "words", tmp_path / "words", to="tfevents")
+    assert back.converted == {"tensor": 1}, back.reasons
+    [words] = read(tmp_path / "words", kind="tensor")["value"]
+    assert words.tolist() == ["ab", "cde"]
     [line] = (tmp_path / "jsonl" / "records.jsonl").read_text().splitlines()
     assert json.loads(line)["value"] == {"dtype": "int32", "shape": [2, 3], "value": ints.tolist()}
-    assert convert(tmp_path / "jsonl", tmp_path / "back", to="tfevents").converted == {"tensor": 1}
+    assert convert(tmp_path / "jsonl", tmp_path / "back", to="tfevents").converted == {"tensor": 2}
     acc = event_accumulator.EventAccumulator(str(tmp_path / "back"))
     acc.Reload()
     [event] = acc.Tensors("ints")

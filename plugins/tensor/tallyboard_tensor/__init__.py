@@ -25,7 +25,12 @@ def _from_row(row: dict[str, Any]) -> tuple[str, Any]:
 
     value = row["value"]
     if not isinstance(value, np.ndarray):
-        value = np.asarray(value, dtype=row.get("dtype"))
+        try:  # numbers of their dtype; str and bytes dtypes are named by size ('str96'): inferred
+            name = row.get("dtype")
+            dtype = np.dtype(name) if isinstance(name, str) else None
+        except TypeError:
+            dtype = None
+        value = np.asarray(value, dtype=dtype)
     return row["tag"], to_tensor(value, "value")
 
 
