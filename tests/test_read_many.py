@@ -111,6 +111,9 @@ def _same_value(a: Any, b: Any) -> bool:
         return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
+    if hasattr(a, "__dataclass_fields__"):  # a payload a decoder gave (Kind.to_row), by field
+        fields = a.__dataclass_fields__
+        return type(a) is type(b) and all(_same_value(getattr(a, f), getattr(b, f)) for f in fields)
     if isinstance(a, (list, tuple)):
         return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
     if isinstance(a, float) and a != a:
