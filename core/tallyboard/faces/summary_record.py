@@ -107,7 +107,7 @@ class SummaryRecord(RecordLifecycle, RecordSteps):
     Example:
         >>> import numpy as np
         >>> from tallyboard import SummaryRecord, ops
-        >>> with SummaryRecord("runs/ms_face", tensorboard=True) as record:
+        >>> with SummaryRecord("runs/ms_face") as record:
         ...     for step in range(1, 4):
         ...         record.add_value("scalar", "loss", np.float32(1 / step))
         ...         ops.HistogramSummary()("weights", np.random.randn(100))  # operator style
