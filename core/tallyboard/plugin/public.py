@@ -170,6 +170,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "tallyboard.paths": ("is_url", "join", "safe_relpath", "resolve_inside"),
     "tallyboard.extras": ("require", "MissingExtra"),
+    "tallyboard.reading.shares": ("Plan", "plan", "read_share", "empty", "SHARE_BYTES"),
     "tallyboard.warn": ("warn", "warn_once", "cannot_encode", "SinkWarning", "ReadWarning"),
     "tallyboard.records.storage": ("create_unique", "create_exclusive", "makedirs", "BatchWriter"),
     "tallyboard.records.recordfile": ("RecordFile", "row_key"),

@@ -11,6 +11,7 @@ import dask.dataframe as dd
 import distributed
 import pandas as pd
 from dask.dataframe.utils import clear_known_categories
+from tallyboard.plugin.readers import SCALAR_KIND
 from tallyboard.reading import shares
 from tallyboard.reading.shares import Plan
 
@@ -77,7 +78,7 @@ def read(
         with dask.config.set({"dataframe.convert-string": False}):
             return dd.from_pandas(empty if index is None else _indexed(empty), npartitions=1)
     meta: Any = dd.utils.no_default  # another kind's columns: from the first partition
-    if kind == shares.SCALAR:
+    if kind == SCALAR_KIND:
         meta = clear_known_categories(shares.empty(kind))
         if index is not None:
             meta = _indexed(meta)

@@ -9,6 +9,7 @@ from typing import Any
 import ray.data
 from ray.data.block import BlockMetadata
 from ray.data.datasource import Datasource, ReadTask
+from tallyboard.plugin.readers import SCALAR_KIND
 from tallyboard.reading import shares
 from tallyboard.reading.shares import Plan
 
@@ -73,7 +74,7 @@ class TallyboardDatasource(Datasource):  # type: ignore[misc]
                 ReadTask(
                     lambda part=part: [_read_part(part)],
                     meta,
-                    schema=SCHEMA if self.plan.kind == shares.SCALAR else None,
+                    schema=SCHEMA if self.plan.kind == SCALAR_KIND else None,
                     per_task_row_limit=per_task_row_limit,
                 )
             )
@@ -86,7 +87,7 @@ def _read_part(plan: Plan) -> Any:
     (``read`` picks the smallest, which would differ from block to block)."""
 
     table = shares.read_share(plan, 0, "arrow")
-    if plan.kind != shares.SCALAR:
+    if plan.kind != SCALAR_KIND:
         return table
     if not table.num_rows:
         table = shares.empty(plan.kind, "arrow")
