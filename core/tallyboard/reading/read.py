@@ -84,7 +84,8 @@ def read(
         TypeError: ``logdir`` is not a non-empty str or os.PathLike; ``kind`` is not a str; ``runs``, ``tags``
             or ``formats`` is not a str or an iterable of str; ``progress`` not a bool.
         ValueError: ``logdir`` is not a directory; an unknown ``table`` or format; ``workers`` <
-            1.
+            1; ``kind`` is one no installed plugin knows and no file holds (a JSONL line may
+            hold any kind: it is read back as its JSON value).
         OSError: A remote store refused or timed out (the message names the URL).
 
     Example:
@@ -102,7 +103,7 @@ def read(
     require("pyarrow" if table == "arrow" else "pandas", "read", "tallyboard.read")
     if not isinstance(kind, str):
         raise TypeError(f"kind must be a str, got {type(kind).__name__}")
-    check_kind(kind)
+    known = known_kind(kind)
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"progress must be None or a bool, got {progress!r}")
     tag_globs = names_or_globs(tags, "tags")
@@ -114,8 +115,11 @@ def read(
     files = len(run_reader.paths())
     bar = Progress(files, "read", show=progress)
     out = read_listed(run_reader, kind, table, wanted_tag, workers, bar, logdir)
-    if files and not len(out):
-        _warn_none_of_kind(logdir, kind, tags, formats)
+    if not len(out):
+        if not known:  # a JSONL line may hold a kind no plugin registers: refused only if none
+            check_kind(kind)
+        if files:
+            _warn_none_of_kind(logdir, kind, tags, formats)
     return out
 
 
@@ -163,12 +167,21 @@ def read_listed(
     return build_table(batches, kind, table, wanted_tag)
 
 
+def _kinds() -> list[str]:
+    reg = get_registry()  # a kind a decoder alone teaches the readers counts too
+    return sorted(set(reg.kinds) | {k for _, k in reg.decoders})
+
+
+def known_kind(kind: str) -> bool:
+    """Whether an installed plugin registers or decodes ``kind``."""
+    return kind in _kinds()
+
+
 def check_kind(kind: str) -> None:
     """Refuse a kind no installed plugin registers, naming those that are (the closest first)."""
     import difflib
 
-    reg = get_registry()  # a kind a decoder alone teaches the readers counts too
-    known = sorted(set(reg.kinds) | {k for _, k in reg.decoders})
+    known = _kinds()
     if kind in known:
         return
     near = difflib.get_close_matches(kind.lower(), known, 3, 0.6)
