@@ -179,8 +179,6 @@ class RecordValues:
                     f"Plugin {plugin!r} needs the tallyboard kind {kind!r}, which no installed plugin provides"
                 )
             payload = registered.convert(value)
-            if kind not in self._held_kinds and not self._reachable(kind):
-                return
             if plugin == "LANDSCAPE":
                 plugin = "landscape"
             if (
@@ -191,7 +189,9 @@ class RecordValues:
                 raise ValueError(
                     f'For "SummaryRecord", the parameter "name" type should be str, but got {type(name)}.'
                 )
-            check_utf8(name, "name")
+            check_utf8(name, "name")  # checked even when no sink keeps the value
+            if kind not in self._held_kinds and not self._reachable(kind):
+                return
         if self._closed:
             logger.warning(
                 "SummaryRecord is closed: the %r value %r is pooled but will never be written",
