@@ -550,9 +550,17 @@ def _graph_of(page: Any, tb: Any, run: str, node: str) -> list[str]:
     dash = page.locator("tf-graph-dashboard")
     controls = dash.locator("tf-graph-controls")
     controls.locator("paper-dropdown-menu").first.wait_for()
-    if run not in controls.locator("paper-dropdown-menu").first.locator("input").input_value():
-        controls.locator("paper-dropdown-menu").first.click()
-        controls.locator("paper-item").filter(has_text=run).first.click()
+    menu = controls.locator("paper-dropdown-menu").first
+    if run not in menu.locator("input").input_value():
+        item = controls.locator("paper-item").filter(has_text=run).first
+        for _ in range(3):  # a click while the menu is still settling leaves it closed
+            menu.click()
+            try:
+                item.wait_for(state="visible", timeout=10_000)
+                break
+            except Exception:
+                continue
+        item.click()
     wait_rendered(dash.locator(f'tf-graph-scene g.node[data-name="{node}"]'), dash, f"graphs {run}")
     names: list[str] = dash.locator("tf-graph-scene g.node[data-name]").evaluate_all(
         "gs => gs.map(g => g.dataset.name)"
