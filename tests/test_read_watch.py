@@ -272,7 +272,7 @@ def test_close_lets_go_of_the_watches(tmp_path: Path) -> None:
     _runs(tmp_path, 2)
     reader = Reader(str(tmp_path))
     reader.poll()
-    tree = reader._files._local
+    tree = reader._files.tree
     assert tree is not None and tree.watch is not None
     notify = tree.watch._notify
     reader.close()
