@@ -48,10 +48,16 @@ def _tb_rows(run: Path) -> list[Row]:
 
 def _slow_rows(run: Path) -> list[Row]:
     """The same files decoded record by record by the reader's protobuf (slow) path."""
+    from tallyboard.plugin.readers import PayloadRows
     from tallyboard.plugin.registry import get_registry
     from tallyboard_tfevents.reader import EventFileReader
 
-    decoders = {k: fn for (fmt, k), fn in get_registry().decoders.items() if fmt == "tfevents"}
+    reg = get_registry()
+    decoders = {  # as readers are given them: payload decoders give rows
+        k: PayloadRows.of(reg.kinds.get(k), fn)
+        for (fmt, k), fn in reg.decoders.items()
+        if fmt == "tfevents"
+    }
     out: list[Row] = []
     for f in event_files(run):
         data, pos = f.read_bytes(), 0

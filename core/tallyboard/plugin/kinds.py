@@ -57,6 +57,10 @@ class Kind:
     values of their own. Where one value holds them all (TensorBoard's summaries: ``tallyboard
     board`` and ``convert`` to such a sink), consecutive rows of one tag and step are joined so
     (:meth:`rebuild_rows`); otherwise the last of them would hide the others.
+    ``log_tag``, when set, is the tag a value read under ``tag`` is logged under again
+    (``log_tag(tag) -> str``): the inverse of what the kind's encoders add to a tag (the text
+    kind's ``/text_summary``), so a payload a decoder returned under the tag the file holds
+    is written back under the same tag, not a longer one.
     """
 
     name: str
@@ -70,6 +74,7 @@ class Kind:
     payload: type | str | tuple[type | str, ...] | None = None
     to_row: Callable[[Any], dict[str, Any]] | None = None
     join: Callable[[Sequence[Any]], Any] | None = None
+    log_tag: Callable[[str], str] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -82,6 +87,8 @@ class Kind:
             raise TypeError(f"Kind {self.name!r}: read_table must be callable")
         if self.join is not None and not callable(self.join):
             raise TypeError(f"Kind {self.name!r}: join must be callable")
+        if self.log_tag is not None and not callable(self.log_tag):
+            raise TypeError(f"Kind {self.name!r}: log_tag must be callable")
         if self.from_row is not None and not callable(self.from_row):
             raise TypeError(f"Kind {self.name!r}: from_row must be callable")
         if self.to_row is not None and (not callable(self.to_row) or self.payload is None):
@@ -132,7 +139,8 @@ class Kind:
     def rebuild(self, row: dict[str, Any]) -> tuple[str, Any]:
         """``(tag, payload)`` of a decoded row: the payload its decoder returned, as it is,
         else what ``from_row`` rebuilds (made a payload by :meth:`payload_of`), else, for a
-        kind with ``to_row``, its payload type called with the row's fields as keywords.
+        kind with ``to_row``, its payload type called with the row's fields as keywords. The
+        tag is the row's (through ``log_tag`` when the kind declares it), or ``from_row``'s.
 
         Raises:
             ValueError: the row cannot be rebuilt (no payload, no ``from_row``, or
@@ -144,7 +152,7 @@ class Kind:
             and self.payload is not None
             and isinstance(payload, self.payload_types)
         ):
-            return row["tag"], payload
+            return self._log_tag(row["tag"]), payload
         if self.from_row is not None:
             tag, value = self.from_row(row)
             return tag, self.payload_of(value)
@@ -152,12 +160,15 @@ class Kind:
             cls = self.payload_types[0]
             fields = {k: v for k, v in row.items() if k not in _ROW_KEYS}
             try:  # a payload made of to_row's fields (a dataclass): no from_row needed
-                return row["tag"], cls(**fields)
+                return self._log_tag(row["tag"]), cls(**fields)
             except TypeError as exc:
                 raise ValueError(
                     f"kind {self.name!r}: the row is no {cls.__name__} ({exc})"
                 ) from None
         raise ValueError(f"kind {self.name!r}: the row holds no payload and there is no from_row")
+
+    def _log_tag(self, tag: str) -> str:
+        return tag if self.log_tag is None else self.log_tag(tag)
 
     def rebuild_rows(
         self, rows: Sequence[dict[str, Any]], join: bool = False

@@ -44,6 +44,15 @@ class PayloadRows:
         self.kind, self.decode = kind, decode
         self.__dict__.update(getattr(decode, "__dict__", {}))
 
+    @classmethod
+    def of(cls, kind: Any, decode: Callable[..., Any]) -> Callable[..., Any]:
+        """``decode`` as readers call it: wrapped when ``kind`` (a ``Kind`` or None) declares
+        ``payload`` and ``to_row``, else as it is (a kind whose values readers keep as columns,
+        the scalar kind, gets its payloads unwrapped)."""
+        if kind is None or kind.payload is None or kind.to_row is None:
+            return decode
+        return cls(kind, decode)
+
     def _row(self, result: Any) -> Any:
         kind, types = self.kind, self.kind.payload_types
         if isinstance(result, types):

@@ -72,8 +72,8 @@ def add_audio(
 
 @hookimpl
 def register_kinds(register: Any) -> None:
-    from .convert import convert
-    from .rows import from_row
+    from .convert import AudioPayload, convert
+    from .encoded import EncodedAudio, to_row
 
     register(
         Kind(
@@ -81,7 +81,8 @@ def register_kinds(register: Any) -> None:
             convert=convert,
             methods={"add_audio": add_audio},
             description="mono or stereo sound, 16-bit PCM WAV",
-            from_row=from_row,
+            payload=(AudioPayload, EncodedAudio),
+            to_row=to_row,
         )
     )
 
@@ -96,41 +97,28 @@ def register_encoders(register: Any) -> None:
     register("audio", "tfevents", encode_tfevents)
 
 
-def _wav_facts(data: bytes) -> tuple[float, int, int] | None:
-    """Sample rate, channels and frames of a WAV; None for other data."""
-    import io
-    import wave
-
-    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
-        return None
-    try:
-        with wave.open(io.BytesIO(data), "rb") as wav:
-            return float(wav.getframerate()), wav.getnchannels(), wav.getnframes()
-    except (wave.Error, EOFError):  # a WAV the wave module does not read (float samples, ...)
-        return None
-
-
-def decode_tfevents(value: Any, step: int, wall_time: float) -> list[dict[str, Any]] | None:
-    """Audio clips as metadata plus their encoded bytes (a WAV from every known writer): one row
-    per clip.
+def decode_tfevents(value: Any, step: int, wall_time: float) -> Any:
+    """Audio clips as the kind's payloads read back, one
+    :class:`~tallyboard_audio.encoded.EncodedAudio` per clip (its encoded bytes, a WAV from
+    every known writer, and the facts stored beside them).
 
     A ``Summary.Audio`` is one clip (``sample`` 0, ``label`` ""); an ``audio``-plugin string
     tensor (TF2's ``tf.summary.audio``) is ``[k, 2]``: k encoded clips and their labels, numbered
     by ``sample``. For those, ``sample_rate``, ``num_channels`` and ``length`` (frames) come from
     the WAV header (0 when the clip is no WAV).
     """
+    from .encoded import EncodedAudio, from_bytes
+
     if value.HasField("audio"):
         audio = value.audio
         return [
-            {
-                "sample_rate": float(audio.sample_rate),
-                "num_channels": int(audio.num_channels),
-                "length": int(audio.length_frames),
-                "content_type": str(audio.content_type),
-                "data": bytes(audio.encoded_audio_string),
-                "label": "",
-                "sample": 0,
-            }
+            EncodedAudio(
+                bytes(audio.encoded_audio_string),
+                str(audio.content_type),
+                float(audio.sample_rate),
+                int(audio.num_channels),
+                int(audio.length_frames),
+            )
         ]
     if value.metadata.plugin_data.plugin_name != "audio" or not value.HasField("tensor"):
         return None
@@ -142,23 +130,10 @@ def decode_tfevents(value: Any, step: int, wall_time: float) -> list[dict[str, A
     if tensor.dtype != DT_STRING or len(dims) != 2 or dims[1] != 2:
         return None
     items = strings(tensor)
-    rows = []
-    for i in range(dims[0]):
-        data, label = items[2 * i], items[2 * i + 1]
-        facts = _wav_facts(data)
-        rate, channels, frames = facts or (0.0, 0, 0)
-        rows.append(
-            {
-                "sample_rate": rate,
-                "num_channels": channels,
-                "length": frames,
-                "content_type": "audio/wav" if facts else "",
-                "data": data,
-                "label": label.decode("utf-8", "replace"),
-                "sample": i,
-            }
-        )
-    return rows
+    return [
+        from_bytes(items[2 * i], items[2 * i + 1].decode("utf-8", "replace"), i)
+        for i in range(dims[0])
+    ]
 
 
 @hookimpl

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import io
 import wave
+from typing import Any
 
 from .convert import AudioPayload
 
 
-def encode_wav(payload: AudioPayload) -> bytes:
-    """The payload as a WAV file: 44 header bytes + 2 bytes per sample per channel."""
+def encode_wav(payload: AudioPayload | Any) -> bytes:
+    """The payload as a WAV file: 44 header bytes + 2 bytes per sample per channel. A WAV read
+    back (:class:`~tallyboard_audio.encoded.EncodedAudio` of ``audio/wav``) is its own bytes."""
+    if getattr(payload, "content_type", None) == "audio/wav":
+        return payload.data  # type: ignore[no-any-return]
     out = io.BytesIO()
     with wave.open(out, "wb") as wav:
         wav.setnchannels(payload.num_channels)

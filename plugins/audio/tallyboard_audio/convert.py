@@ -102,8 +102,13 @@ def check_payload(payload: AudioPayload, arg: str = "value") -> None:
     check_sample_rate(payload.sample_rate, f"{arg}.sample_rate")
 
 
-def convert(value: Any) -> AudioPayload:
-    """``add_value("audio", tag, value)``: an AudioPayload, or samples at 44.1 kHz."""
+def convert(value: Any) -> Any:
+    """``add_value("audio", tag, value)``: an AudioPayload, a clip read back
+    (:class:`~tallyboard_audio.encoded.EncodedAudio`, as it is), or samples at 44.1 kHz."""
+    from .encoded import EncodedAudio
+
+    if isinstance(value, EncodedAudio):
+        return value
     if isinstance(value, AudioPayload):
         check_payload(value)
         return value

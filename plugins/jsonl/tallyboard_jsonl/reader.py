@@ -192,24 +192,21 @@ class JsonlFileReader(ChunkedFileReader):
         return {k: self._blobs(v, start) for k, v in value.items()}
 
 
-def decode_text(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """``value``, ``shape`` and ``strings``, as the tfevents text decoder gives: one string, or
-    a table written as nested lists of strings (the tag has no ``/text_summary``)."""
+def decode_text(value: Any, step: int, wall_time: float) -> Any:
+    """The text kind's payload of a line: its string, or a table written as nested lists of
+    strings as a read-only numpy array of str (the tag has no ``/text_summary``)."""
     import numpy as np
 
     if isinstance(value, str):
-        return {"value": value, "shape": [], "strings": np.array(value)}
+        return value
     if not isinstance(value, list):
         return None
     strings = np.array(value, dtype=object)
     if strings.dtype != object or not all(isinstance(s, str) for s in strings.reshape(-1)):
         return None  # not a rectangular table of strings
-    strings = strings.astype(str) if strings.size else np.empty(strings.shape, "U1")
-    return {
-        "value": "\n".join(strings.reshape(-1).tolist()),
-        "shape": list(strings.shape),
-        "strings": strings,
-    }
+    from tallyboard_text import table_of
+
+    return table_of(strings.reshape(-1).tolist(), strings.shape)
 
 
 def decode_histogram(value: Any, step: int, wall_time: float) -> Any:
@@ -241,22 +238,25 @@ def decode_image(value: Any, step: int, wall_time: float) -> dict[str, Any] | No
     }
 
 
-def decode_audio(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """The tfevents audio columns (sample_rate, num_channels, length, content_type, data: the
-    WAV bytes) plus ``path``, the side file's path."""
+def decode_audio(value: Any, step: int, wall_time: float) -> Any:
+    """The audio kind's payload of a line: an ``EncodedAudio`` of the side file's bytes and
+    the line's facts, with ``path``, the side file's path. A clip whose side file is missing
+    stays a row (its ``data`` None): there is nothing to rebuild."""
     if not isinstance(value, dict):
         return None
     data, content_type, path = _side_file(value.get("file"))
-    return {
-        "sample_rate": float(value["sample_rate"]),
-        "num_channels": int(value["num_channels"]),
-        "length": int(value["length_frames"]),
-        "content_type": content_type,
-        "data": data,
-        "label": "",
-        "sample": 0,
-        "path": path,
-    }
+    facts = (float(value["sample_rate"]), int(value["num_channels"]), int(value["length_frames"]))
+    if data is None:
+        return dict(zip(("sample_rate", "num_channels", "length"), facts)) | {
+            "content_type": content_type,
+            "data": None,
+            "label": "",
+            "sample": 0,
+            "path": path,
+        }
+    from tallyboard_audio.encoded import EncodedAudio
+
+    return EncodedAudio(data, content_type or "", *facts, path=path)
 
 
 def decode_row(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:

@@ -29,13 +29,14 @@ SUMMARY_EVENT_FIELD, GRAPH_EVENT_FIELD = 5, 4
 DTYPE_NAMES = {code: np.dtype(t).name for t, code in DATA_TYPES.items()}
 
 
-def decode_scalar(value: Any, step: int, wall_time: float) -> dict[str, float] | None:
-    """``scalar_value`` (a float32) as ``{"value": float}``."""
+def decode_scalar(value: Any, step: int, wall_time: float) -> float | None:
+    """``scalar_value`` (a float32) as the scalar kind's payload, a float (the reader puts it
+    in its scalar columns)."""
     if value.value_field != SCALAR or value.event_field != SUMMARY_EVENT_FIELD:
         return None
     if len(value.data) != 4:
         raise ValueError(f"scalar_value holds {len(value.data)} bytes, expected 4")
-    return {"value": float(_unpack_f(value.data, 0)[0])}
+    return float(_unpack_f(value.data, 0)[0])
 
 
 def decode_image(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:

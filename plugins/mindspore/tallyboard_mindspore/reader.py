@@ -298,7 +298,7 @@ class SummaryFileReader(RecordFileReader):
                 batch.tags.append(value.tag)
                 batch.steps.append(step)
                 batch.wall_times.append(wall)
-                batch.values.append(float(row["value"]))
+                batch.values.append(float(row))  # the scalar kind's payload: a float
             else:
                 batch.add_row(name, {"tag": value.tag, "step": step, "wall_time": wall, **row})
             return

@@ -7,7 +7,7 @@ from typing import Any
 from tallyboard import Kind, hookimpl
 from tallyboard.values import to_float
 
-from .methods import add_scalar, add_scalars
+from .methods import TensorScalar, add_scalar, add_scalars
 
 
 @hookimpl
@@ -18,6 +18,9 @@ def register_kinds(register: Any) -> None:
             convert=lambda value: to_float(value, "value"),
             methods={"add_scalar": add_scalar, "add_scalars": add_scalars},
             description="one number per step",
+            # what convert and the methods give; decoders give the float, which readers keep
+            # as columns (tag, step, wall_time, value), never as rows: so no to_row
+            payload=(float, TensorScalar),
         )
     )
 

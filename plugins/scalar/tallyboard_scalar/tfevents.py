@@ -168,9 +168,10 @@ _ONE = {
 _BFLOAT16 = 14
 
 
-def decode(value: object, step: int, wall_time: float) -> dict[str, float] | None:
+def decode(value: object, step: int, wall_time: float) -> float | None:
     """A tensor-style scalar (plugin ``scalars``: TF2 ``tf.summary.scalar`` in
-    ``tensor_content``, torch's ``new_style`` in ``float_val`` or ``double_val``): one number.
+    ``tensor_content``, torch's ``new_style`` in ``float_val`` or ``double_val``) as the kind's
+    payload: one float, which readers put in their scalar columns (no row, no object per value).
 
     Read field by field, not through numpy: TF2 logs hold every scalar in this form.
     """
@@ -187,20 +188,20 @@ def decode(value: object, step: int, wall_time: float) -> dict[str, float] | Non
     if code == _BFLOAT16:  # the high half of a float32
         content = tensor.tensor_content
         bits = _unpack_h(content)[0] if len(content) == 2 else (list(tensor.half_val) or [None])[0]
-        return None if bits is None else {"value": _unpack_f(_pack_i(bits << 16))[0]}
+        return None if bits is None else float(_unpack_f(_pack_i(bits << 16))[0])
     one = _ONE.get(code)
     if one is None:
         return None
     packed, field = one
     content = tensor.tensor_content
     if content:
-        return {"value": float(packed.unpack(content)[0])} if len(content) == packed.size else None
+        return float(packed.unpack(content)[0]) if len(content) == packed.size else None
     values = getattr(tensor, field)
     if len(values) != 1:
         return None
     if field == "half_val":  # float16 bits
-        return {"value": float(packed.unpack(_pack_h(values[0]))[0])}
-    return {"value": float(values[0])}
+        return float(packed.unpack(_pack_h(values[0]))[0])
+    return float(values[0])
 
 
 _unpack_h = struct.Struct("<H").unpack

@@ -85,43 +85,52 @@ def encode_tfevents(tag: str, step: int | None, wall_time: float, text: Any) -> 
     return summary_event(step, wall_time, [value])
 
 
-def decode_tfevents(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """A text ``Summary.Value`` (plugin ``text``, DT_STRING tensor of any shape) as ``value``
-    (the string; the strings joined with newlines when there are several), ``shape`` (the
-    tensor's dimensions) and ``strings`` (a numpy array of str of that shape, so a table written
-    as a 2-D tensor keeps its rows and columns).
+def decode_tfevents(value: Any, step: int, wall_time: float) -> Any:
+    """A text ``Summary.Value`` (plugin ``text``, DT_STRING tensor of any shape) as the kind's
+    payload: a read-only numpy array of str of the tensor's shape, so a table written as a 2-D
+    tensor keeps its rows and columns (:func:`to_row` gives its row).
 
-    The tag keeps the writer's spelling (torch and tallyboard add ``/text_summary``).
+    The tag keeps the writer's spelling (torch and tallyboard add ``/text_summary``; the kind's
+    ``log_tag`` takes it off again when the payload is written back).
     """
     if value.metadata.plugin_data.plugin_name != "text" or not value.HasField("tensor"):
         return None
-    import numpy as np
     from tallyboard_tfevents.proto import DT_STRING
     from tallyboard_tfevents.tensors import shape_of, strings
 
     if value.tensor.dtype != DT_STRING:
         return None
-    dims = shape_of(value.tensor)
     texts = [s.decode("utf-8", "replace") for s in strings(value.tensor)]
-    array = np.array(texts, dtype=str).reshape(dims)
-    return {"value": "\n".join(texts), "shape": list(dims), "strings": array}
+    return table_of(texts, shape_of(value.tensor))
 
 
-def from_row(row: dict[str, Any]) -> tuple[str, Any]:
-    """A decoded text row as its string, or its table (``strings``, of the row's ``shape``) when
-    it holds several or is not 1-element, under the tag that ``encode_tfevents`` turns back
-    into the row's (without the ``/text_summary`` it appends)."""
-    tag = row["tag"]
-    shape = list(row.get("shape") or ())
-    base = tag.removesuffix(_SUFFIX) or tag
-    if shape in ([], [1]):
-        return base, row["value"]
+def table_of(texts: list[str], shape: Any) -> Any:
+    """``texts`` (row-major) as a text payload of ``shape``: a read-only numpy array of str."""
     import numpy as np
 
-    strings = row.get("strings")
-    if strings is None:
-        raise ValueError(f"text {tag!r}: a tensor of shape {shape} without its strings")
-    return base, np.asarray(strings, dtype=str).reshape(shape)
+    array = np.array(texts, dtype=str).reshape(shape) if texts else np.empty(shape, "U1")
+    array.flags.writeable = False
+    return array
+
+
+def to_row(text: Any) -> dict[str, Any]:
+    """A text payload as a row of ``tallyboard.read``'s table: ``value`` (the string; the
+    strings joined with newlines when there are several), ``shape`` (the table's dimensions;
+    ``[]`` for a str) and ``strings`` (a numpy array of str of that shape)."""
+    import numpy as np
+
+    strings = np.asarray(text, dtype=str) if isinstance(text, str) else text
+    return {
+        "value": "\n".join(strings_of(text)),
+        "shape": list(strings.shape),
+        "strings": strings,
+    }
+
+
+def log_tag(tag: str) -> str:
+    """The tag a text read under ``tag`` is logged under: without the ``/text_summary`` that
+    :func:`encode_tfevents` appends."""
+    return tag.removesuffix(_SUFFIX) or tag
 
 
 @hookimpl
@@ -132,7 +141,9 @@ def register_kinds(register: Any) -> None:
             convert=_convert,
             methods={"add_text": add_text},
             description="markdown text",
-            from_row=from_row,
+            payload=(str, "numpy:ndarray"),  # what _convert returns; numpy imported on first use
+            to_row=to_row,
+            log_tag=log_tag,
         )
     )
 

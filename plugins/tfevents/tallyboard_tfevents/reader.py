@@ -621,11 +621,11 @@ class EventFileReader(ChunkedFileReader):
         names = self._value_decoders if kind is None else [kind, *self._value_decoders]
         for name in names:
             result = self._decode(name, self.decoders[name], value, step, wall, pos)
-            if not result:  # None, or a list of no rows
+            if result is None or (type(result) in (list, dict) and not result):  # no row
                 continue
             self._kind_of_tag[tag] = name
-            if name == SCALAR_KIND and (raw is None or columns):  # one number
-                self._scalar(tag, step, wall, float(result["value"]), batch, raw, own_metadata)
+            if name == SCALAR_KIND and (raw is None or columns):  # the payload: a float
+                self._scalar(tag, step, wall, float(result), batch, raw, own_metadata)
                 return
             if raw is not None:  # kept as it is (a scalar in tensor form too: its dtype)
                 batch.summaries.append((name, plugin, raw()))
@@ -670,10 +670,11 @@ class EventFileReader(ChunkedFileReader):
 
     def _decode(
         self, name: str, fn: Callable[..., Any], value: Any, step: int, wall: float, pos: int
-    ) -> dict[str, Any] | None:
-        """A decoder's row; one that raises is reported, and the value skipped."""
+    ) -> Any:
+        """What a decoder returns (a row, rows, a payload, None); one that raises is
+        reported, and the value skipped."""
         try:
-            return fn(value, step, wall)  # type: ignore[no-any-return]
+            return fn(value, step, wall)
         except Exception as exc:
             warn_corrupt(
                 self.path, self.offset + pos, f"the {name} decoder failed ({exc!r}); value skipped"
