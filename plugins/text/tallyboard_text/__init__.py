@@ -87,8 +87,9 @@ def encode_tfevents(tag: str, step: int | None, wall_time: float, text: Any) -> 
 
 def decode_tfevents(value: Any, step: int, wall_time: float) -> Any:
     """A text ``Summary.Value`` (plugin ``text``, DT_STRING tensor of any shape) as the kind's
-    payload: a read-only numpy array of str of the tensor's shape, so a table written as a 2-D
-    tensor keeps its rows and columns (:func:`to_row` gives its row).
+    payload: the str of a tensor of shape ``[1]`` (what ``add_text`` writes), else a read-only
+    numpy array of str of the tensor's shape, so a table written as a 2-D tensor keeps its rows
+    and columns (:func:`to_row` gives its row).
 
     The tag keeps the writer's spelling (torch and tallyboard add ``/text_summary``; the kind's
     ``log_tag`` takes it off again when the payload is written back).
@@ -101,7 +102,10 @@ def decode_tfevents(value: Any, step: int, wall_time: float) -> Any:
     if value.tensor.dtype != DT_STRING:
         return None
     texts = [s.decode("utf-8", "replace") for s in strings(value.tensor)]
-    return table_of(texts, shape_of(value.tensor))
+    dims = shape_of(value.tensor)
+    if list(dims) == [1]:  # one string, as add_text writes it: the str
+        return texts[0]
+    return table_of(texts, dims)
 
 
 def table_of(texts: list[str], shape: Any) -> Any:
@@ -115,11 +119,12 @@ def table_of(texts: list[str], shape: Any) -> Any:
 
 def to_row(text: Any) -> dict[str, Any]:
     """A text payload as a row of ``tallyboard.read``'s table: ``value`` (the string; the
-    strings joined with newlines when there are several), ``shape`` (the table's dimensions;
-    ``[]`` for a str) and ``strings`` (a numpy array of str of that shape)."""
+    strings joined with newlines when there are several), ``shape`` (the tensor's dimensions,
+    as the sinks write it: ``[1]`` for a str) and ``strings`` (a numpy array of str of that
+    shape)."""
     import numpy as np
 
-    strings = np.asarray(text, dtype=str) if isinstance(text, str) else text
+    strings = np.array([text]) if isinstance(text, str) else text
     return {
         "value": "\n".join(strings_of(text)),
         "shape": list(strings.shape),

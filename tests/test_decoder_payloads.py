@@ -1,0 +1,156 @@
+"""Decoders return their kind's payload, not a dict: text, audio and scalar (issue 50 item 1).
+
+Files are written with TensorBoard's own protos or tallyboard's writers, read back with
+``tallyboard.read``, the decoders as registered, and TensorBoard's EventAccumulator.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import wave
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import load_run
+from tallyboard import Kind, SummaryWriter, convert, read
+from tallyboard.plugin.registry import get_registry
+from tensorboard.compat.proto import summary_pb2
+from tensorboard.plugins.scalar import metadata as scalar_metadata
+from tensorboard.plugins.text import metadata as text_metadata
+from tensorboard.util import tensor_util
+
+
+def _decoder(fmt: str, kind: str) -> Any:
+    return get_registry().decoders[(fmt, kind)]
+
+
+def _value(tag: str, meta: Any, array: Any) -> Any:
+    from tallyboard_tfevents.proto import SummaryValue
+
+    proto = summary_pb2.Summary.Value(
+        tag=tag, metadata=meta, tensor=tensor_util.make_tensor_proto(array)
+    )
+    return SummaryValue.FromString(proto.SerializeToString())
+
+
+def _wav(samples: list[int], rate: int = 8000) -> bytes:
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(np.array(samples, "<i2").tobytes())
+    return out.getvalue()
+
+
+def test_the_scalar_decoder_gives_a_float_and_a_tensor_form_zero_is_read(tmp_path: Path) -> None:
+    meta = scalar_metadata.create_summary_metadata("", "")
+    decode = _decoder("tfevents", "scalar")
+    assert decode(_value("x", meta, np.float32(0.25)), 0, 0.0) == 0.25
+    assert type(decode(_value("x", meta, np.float64(0.0)), 0, 0.0)) is float
+    with SummaryWriter(tmp_path) as w:  # TF2's form: a rank-0 tensor, 0.0 among the values
+        for step, x in enumerate([0.0, 1.5, 0.0]):
+            value = summary_pb2.Summary.Value(
+                tag="loss", metadata=meta, tensor=tensor_util.make_tensor_proto(np.float32(x))
+            )
+            w.add_summary(summary_pb2.Summary(value=[value]), step)
+    df = read(str(tmp_path))
+    assert df[["tag", "step", "value"]].values.tolist() == [
+        ["loss", 0, 0.0],
+        ["loss", 1, 1.5],
+        ["loss", 2, 0.0],
+    ]
+
+
+def test_the_text_decoder_gives_a_read_only_table_whose_row_read_shows(tmp_path: Path) -> None:
+    table = np.array([["epoch", "acc"], ["1", "0.91"]])
+    meta = text_metadata.create_summary_metadata("", "")
+    payload = _decoder("tfevents", "text")(_value("t", meta, table.astype(object)), 0, 0.0)
+    assert isinstance(payload, np.ndarray) and payload.shape == (2, 2)
+    assert not payload.flags.writeable
+    assert payload.tolist() == table.tolist()
+    text = get_registry().kinds["text"]
+    with SummaryWriter(tmp_path) as w:
+        w.add_text("notes", "hello", 3)
+        w.add_summary(
+            summary_pb2.Summary(
+                value=[
+                    summary_pb2.Summary.Value(tag="t", metadata=meta, tensor=payload_proto(table))
+                ]
+            ),
+            4,
+        )
+    df = read(str(tmp_path), kind="text")
+    rows = {r["tag"]: r for _, r in df.iterrows()}
+    assert (rows["notes/text_summary"]["value"], rows["notes/text_summary"]["shape"]) == (
+        "hello",
+        [1],
+    )
+    want = text.to_row(payload)
+    assert rows["t"]["value"] == want["value"] == "epoch\nacc\n1\n0.91"
+    assert rows["t"]["shape"] == want["shape"] == [2, 2]
+    assert "__payload__" not in df.columns
+
+
+def payload_proto(table: Any) -> Any:
+    return tensor_util.make_tensor_proto(table.astype(object))
+
+
+def test_text_read_under_its_suffix_is_written_back_under_the_logged_tag(tmp_path: Path) -> None:
+    with SummaryWriter(tmp_path / "src") as w:
+        w.add_text("notes", "**bold**", 2)
+    summary = convert(tmp_path / "src", tmp_path / "jsonl", to="jsonl")
+    assert summary.converted.get("text") == 1, summary
+    lines = [json.loads(line) for line in (tmp_path / "jsonl" / "records.jsonl").open()]
+    assert [(r["tag"], r["kind"], r["value"]) for r in lines] == [("notes", "text", "**bold**")]
+    convert(tmp_path / "jsonl", tmp_path / "back", to="tfevents")
+    acc = load_run(tmp_path / "back")
+    assert acc.Tags()["tensors"] == ["notes/text_summary"]  # not notes/text_summary/text_summary
+    (event,) = acc.Tensors("notes/text_summary")
+    assert tensor_util.make_ndarray(event.tensor_proto).tolist() == [b"**bold**"]
+
+
+def test_a_kind_refuses_a_log_tag_that_is_not_callable() -> None:
+    with pytest.raises(TypeError, match="log_tag must be callable"):
+        Kind(name="k", convert=str, log_tag="tag")  # type: ignore[arg-type]
+
+
+def test_the_audio_decoder_gives_encoded_clips(tmp_path: Path) -> None:
+    from tallyboard_audio.encoded import EncodedAudio
+    from tallyboard_tfevents.proto import SummaryValue
+
+    wav = _wav([0, 1000, -1000, 32767])
+    proto = summary_pb2.Summary.Value(
+        tag="a",
+        audio=summary_pb2.Summary.Audio(
+            sample_rate=8000, num_channels=1, length_frames=4, encoded_audio_string=wav,
+            content_type="audio/wav",
+        ),
+    )  # fmt: skip
+    (clip,) = _decoder("tfevents", "audio")(
+        SummaryValue.FromString(proto.SerializeToString()), 0, 0.0
+    )
+    assert isinstance(clip, EncodedAudio)
+    assert (clip.data, clip.sample_rate, clip.num_channels, clip.length) == (wav, 8000, 1, 4)
+    assert clip.samples.ravel().tolist() == [0, 1000, -1000, 32767]
+    ogg = EncodedAudio(b"OggS\x00\x02", "audio/ogg", 48000.0, 2, 10)
+    with pytest.raises(ValueError, match="only WAV audio has samples"):
+        ogg.samples  # noqa: B018
+
+
+def test_a_jsonl_clip_reaches_event_files_as_the_side_file_holds_it(tmp_path: Path) -> None:
+    sound = np.sin(np.linspace(0, 20, 800)) * 0.5
+    with SummaryWriter(tmp_path / "src", sinks=["jsonl"]) as w:
+        w.add_audio("voice", sound, 7, sample_rate=8000)
+    (side,) = (tmp_path / "src" / "blobs").iterdir()
+    df = read(str(tmp_path / "src"), kind="audio")
+    assert df["data"].tolist() == [side.read_bytes()]
+    assert df["path"].tolist() == [str(side)]
+    summary = convert(tmp_path / "src", tmp_path / "back", to="tfevents")
+    assert summary.converted.get("audio") == 1, summary
+    (event,) = load_run(tmp_path / "back").Audio("voice")
+    assert event.encoded_audio_string == side.read_bytes()
+    assert (event.step, event.sample_rate, event.length_frames) == (7, 8000, 800)
