@@ -27,7 +27,8 @@ from typing import Any
 
 from tallyboard.plugin.readers import SCALAR_KIND as SCALAR
 from tallyboard.plugin.readers import Batch, Batches, FileReader
-from tallyboard.reading.runs import RunReader, matcher, names_or_globs
+from tallyboard.reading.runs import RunReader
+from tallyboard.reading.select import matcher, names_or_globs
 from tallyboard.reading.shares import Plan
 from tallyboard.warn import ReadWarning
 

@@ -18,7 +18,8 @@ from typing import Any
 from tallyboard.plugin.readers import SCALAR_KIND as SCALAR
 from tallyboard.plugin.readers import Batch
 from tallyboard.reading.read import FORMATS, build_table
-from tallyboard.reading.runs import RunReader, matcher, names_or_globs
+from tallyboard.reading.runs import RunReader
+from tallyboard.reading.select import matcher, names_or_globs
 
 
 @dataclass

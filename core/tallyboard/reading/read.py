@@ -16,7 +16,8 @@ from tallyboard.plugin.registry import get_registry
 from tallyboard.reading import undecoded
 from tallyboard.reading.columns import ScalarParts, gather_metadata, with_metadata
 from tallyboard.reading.progress import Progress
-from tallyboard.reading.runs import RunReader, matcher, names_or_globs
+from tallyboard.reading.runs import RunReader
+from tallyboard.reading.select import matcher, names_or_globs
 from tallyboard.warn import ReadWarning, warn, warn_once
 
 FORMATS = ("pandas", "arrow")

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tallyboard.plugin.readers import SCALAR_KIND as SCALAR
-from tallyboard.reading.runs import RunReader, matcher, names_or_globs
+from tallyboard.reading.runs import RunReader
+from tallyboard.reading.select import matcher, names_or_globs
 
 #: bytes of files per share by default (the files' size on disk or in the store).
 SHARE_BYTES = 32 << 20
