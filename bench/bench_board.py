@@ -30,10 +30,12 @@ Measured per contender, in headless Chromium and over HTTP:
 
 Then the tiny sweep (``--tiny-runs`` runs of one step x 3 tags each, default 2,000): each data
 layer alone, started as TensorBoard starts it (RustBoard's binary as
-``tensorboard.data.server_ingester`` runs it; ``tallyboard serve``), and asked ``ListRuns`` over
-gRPC as soon as it accepts a connection: for tallyboard the seconds from the start of the
-command until that first answer, and whether it lists every run; for RustBoard, which answers
-with the runs read so far, the seconds until an answer first lists them all (asked every 10 ms).
+``tensorboard.data.server_ingester`` runs it, on a port given to it; ``tallyboard serve``), and
+asked ``ListRuns`` over gRPC as soon as its port accepts a connection (tried every 5 ms, the same
+for both): the seconds from the start of the command until the first answer and until an answer
+first lists every run (asked every 10 ms; tallyboard's first answer lists them all, RustBoard
+answers with the runs read so far). Also timed: Python starting and importing what any Python
+provider needs to answer (``python floor``: gRPC, TensorBoard's protos, NumPy).
 Then, as a user waits: the seconds from starting ``tallyboard board`` or ``tensorboard
 --load_fast=true`` until TensorBoard's ``/data/runs`` lists every run.
 
@@ -354,15 +356,30 @@ class Uploader:
         self.client.upload_file(path, "sweep", url.removeprefix("s3://sweep/"))
 
 
-def _list_runs_until(address: str, proc: subprocess.Popen[bytes], want: int, cap: float) -> Any:
-    """``(seconds of the first answer, runs it listed, seconds until an answer listed want)``
-    of ``ListRuns`` asked at ``address`` as soon as it accepts a connection, then every 10 ms;
-    the seconds count from the caller's start (``started_at``)."""
+def _listening(port: int, proc: subprocess.Popen[bytes], cap: float) -> None:
+    """Return once 127.0.0.1:``port`` accepts a TCP connection (tried every 5 ms), the same
+    for every server: a gRPC channel that finds no listener backs off for a second or more,
+    which would time its reconnection, not the server."""
+    start = time.monotonic()
+    while time.monotonic() - start < cap:
+        if proc.poll() is not None:
+            raise RuntimeError(f"exited with {proc.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.005)
+    raise RuntimeError(f"nothing listened on port {port} in {cap:g} s")
+
+
+def _list_runs_until(port: int, proc: subprocess.Popen[bytes], want: int, cap: float) -> Any:
+    """``(time of the first answer, runs it listed, time of the first answer listing want)``
+    of ``ListRuns`` asked at 127.0.0.1:``port`` as soon as it listens, then every 10 ms."""
     import grpc
     from tensorboard.data.proto import data_provider_pb2 as pb
     from tensorboard.data.proto import data_provider_pb2_grpc as pb_grpc
 
-    channel = grpc.insecure_channel(address)
+    _listening(port, proc, cap)
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     stub = pb_grpc.TensorBoardDataProviderStub(channel)
     first = None
     try:
@@ -386,13 +403,16 @@ def _list_runs_until(address: str, proc: subprocess.Popen[bytes], want: int, cap
         channel.close()
 
 
-def _port_in(path: str, proc: subprocess.Popen[bytes]) -> int:
-    """The port a server writes to ``path`` once it listens (RustBoard's ``--port-file``)."""
-    while proc.poll() is None:
-        with contextlib.suppress(FileNotFoundError, ValueError), open(path) as f:
-            return int(f.read())
-        time.sleep(0.005)
-    raise RuntimeError(f"exited with {proc.returncode}")
+#: What a Python data provider imports before it can answer (timed alone: ``--tiny-runs``).
+PROVIDER_IMPORTS = "import grpc, numpy; from tensorboard.data.proto import data_provider_pb2"
+
+
+def _python_floor() -> float:
+    """Seconds to start Python and import what any Python data provider needs to answer
+    (gRPC, TensorBoard's protos, NumPy), then exit: the least a Python provider can take."""
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-c", PROVIDER_IMPORTS], check=True)
+    return time.monotonic() - start
 
 
 def _listed_in_tensorboard(name: str, tree: str, runs: int, cap: float) -> float:
@@ -417,17 +437,19 @@ def tiny_sweep(runs: int, repeats: int, cap: float) -> None:
     tree = tempfile.mkdtemp(prefix="bench-board-tiny-")
     try:
         write_tree(tree, runs, 1)
-        print(f"\n## {runs:,} tiny runs (1 step x 3 tags each): ListRuns over gRPC")
+        print(
+            f"\n## {runs:,} tiny runs (1 step x 3 tags each): ListRuns over gRPC; "
+            f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+        )
         rows: dict[str, dict[str, list[float]]] = {"tallyboard": {}, "rustboard": {}}
         for r in range(repeats):
             for name in ("tallyboard", "rustboard"):
                 port = free_port()
                 if name == "tallyboard":
                     cmd = [sys.executable, "-m", "tallyboard", "serve", tree, "--port", str(port)]
-                else:
-                    port_file = os.path.join(tempfile.mkdtemp(), "port")
-                    cmd = [server_binary(), f"--logdir={tree}", "--reload=5", "--port=0"]
-                    cmd += [f"--port-file={port_file}", "--die-after-stdin"]
+                else:  # as tensorboard.data.server_ingester starts it, on a port chosen here
+                    cmd = [server_binary(), f"--logdir={tree}", "--reload=5", f"--port={port}"]
+                    cmd += ["--die-after-stdin"]
                 start = time.monotonic()
                 proc = subprocess.Popen(
                     cmd,
@@ -437,9 +459,7 @@ def tiny_sweep(runs: int, repeats: int, cap: float) -> None:
                     start_new_session=True,
                 )
                 try:
-                    if name == "rustboard":
-                        port = _port_in(port_file, proc)
-                    first, listed, full = _list_runs_until(f"127.0.0.1:{port}", proc, runs, cap)
+                    first, listed, full = _list_runs_until(port, proc, runs, cap)
                 finally:
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(proc.pid, signal.SIGKILL)
@@ -450,6 +470,8 @@ def tiny_sweep(runs: int, repeats: int, cap: float) -> None:
                     "all listed": full - start,
                     "all in TensorBoard": _listed_in_tensorboard(name, tree, runs, cap),
                 }
+                if name == "tallyboard":
+                    got["python floor"] = _python_floor()
                 print(f"round {r + 1} {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in got.items()))
                 for key, value in got.items():
                     rows[name].setdefault(key, []).append(value)
@@ -464,7 +486,9 @@ def tiny_sweep(runs: int, repeats: int, cap: float) -> None:
             f"  tallyboard's first ListRuns lists all {runs:,} in every round: "
             f"{all(n >= runs for n in rows['tallyboard']['runs in it'])}; medians RustBoard / "
             f"tallyboard: all listed {ratio['all listed']:.2f}x, all in TensorBoard "
-            f"{ratio['all in TensorBoard']:.2f}x"
+            f"{ratio['all in TensorBoard']:.2f}x; Python starting and importing what a "
+            f"provider needs (python floor) takes {statistics.median(rows['tallyboard']['python floor']):.3f} s, "
+            f"load now {os.getloadavg()[0]:.1f}"
         )
     finally:
         shutil.rmtree(tree, ignore_errors=True)

@@ -356,7 +356,7 @@ def test_a_stalled_pass_is_reported_with_its_values_and_problems_when_it_ends(
     assert scalars(stub) == {("a", "loss"): [0, 2]}
 
 
-def test_stop_ends_a_running_pass_at_its_next_window_and_nothing_read_is_lost(
+def test_stop_ends_a_running_pass_at_its_next_window_and_nothing_more_goes_in(
     tmp_path: Path, provider: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for run in ["a", "b", "c", "d"]:
@@ -374,9 +374,9 @@ def test_stop_ends_a_running_pass_at_its_next_window_and_nothing_read_is_lost(
     assert not stopper.is_alive() and not server._thread.is_alive()
     assert server.loader._pass.done.is_set()
     assert len(given) == 1  # no window after stop() went into the store
-    # the windows the pass did not take were not committed: the reader reads them next
-    update = server.loader._reader.poll()
-    assert sorted(update.batches) == sorted({"a", "b", "c", "d"} - set(given))
+    # the other runs were read ahead (listed), but none of their values went in
+    assert sorted(server.store.runs) == ["a", "b", "c", "d"]
+    assert [n for n, r in server.store.runs.items() if r.series] == given
 
 
 def test_stop_answers_the_requests_waiting_for_the_first_load_at_once(
@@ -393,7 +393,7 @@ def test_stop_answers_the_requests_waiting_for_the_first_load_at_once(
 
     def ask() -> None:
         try:
-            got.append(runs(stub))
+            got.append(scalars(stub))
         except grpc.RpcError as exc:
             got.append(exc)
 
@@ -411,6 +411,32 @@ def test_stop_answers_the_requests_waiting_for_the_first_load_at_once(
         assert "is stopping" in answer.details()
     finally:
         release.set()
+
+
+def test_the_first_list_of_runs_has_every_run_before_the_values_are_in(
+    tmp_path: Path, provider: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for run, wall in [("b", 2.0), ("a", 3.0), ("c", 1.0)]:
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "scalars.csv").write_text(f"wall_time,step,tag,value\n{wall},0,x,1\n")
+    SummaryWriter(tmp_path / "events").close()  # a run with a file and no value yet
+    release = threading.Event()
+    given, entered = _hold_ingest(monkeypatch, release)
+    server, stub = provider(str(tmp_path), deadline=30)
+    try:
+        assert entered.wait(30)  # the values of the first run are held on their way in
+        listed = stub.ListRuns(pb.ListRunsRequest(), timeout=10).runs
+        # every run, by start: the event file's header (now) after the CSV runs' first values
+        assert [r.name for r in listed] == ["c", "b", "a", "events"]
+        assert [r.start_time for r in listed][:3] == [1.0, 2.0, 3.0]
+        assert len(given) == 1  # listed before the values went in
+        with pytest.raises(grpc.RpcError) as waited:  # the values wait for the first pass
+            scalars(stub, timeout=0.5)
+        assert waited.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    finally:
+        release.set()
+    assert server.wait_loaded(30)
+    assert sorted(scalars(stub)) == [("a", "x"), ("b", "x"), ("c", "x")]
 
 
 def test_a_first_listing_that_hangs_on_a_local_disk_answers_with_the_stall(

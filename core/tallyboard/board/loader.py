@@ -12,7 +12,12 @@ goes on in the background; when it ends, the next pass first reports what it fou
 problems, its values) and then reads on. :meth:`Loader.stop` ends a pass between two windows.
 
 Requests arriving before the first pass is in wait for it (until it would be reported stalled,
-then they get what is there), so a page opened at once shows the runs. Until a listing first succeeds the service
+then they get what is there), so a page opened at once shows the runs; ``ListRuns`` waits only
+until every run of the first listing is in the store's list of runs. A pass reads a little
+ahead of what it puts into the store (at most :data:`READ_AHEAD` bytes of values, never more
+than a window): each run read is listed, with its start, before its values go in, so on a log
+dir of many small runs every run is listed as soon as the files are read, before the values are
+all in. Until a listing first succeeds the service
 answers every request with the failure's status; afterwards it serves what it has while the
 store is away. A new pass never starts while a stalled one still waits on the store.
 
@@ -28,6 +33,7 @@ import os
 import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Generator
 from typing import Any, cast
 
@@ -43,6 +49,8 @@ log = logging.getLogger("tallyboard.board")
 
 #: Bytes of a file decoded at once (its values then go into the store, downsampled).
 WINDOW = 32 << 20
+#: Bytes of values (about) a pass holds read but not yet in the store (at most a window's).
+READ_AHEAD = 8 << 20
 #: A pass that shows no progress for this many deadlines is reported stalled.
 STALL_DEADLINES = 2
 
@@ -123,14 +131,7 @@ class _Pass:
                     update = reader.last_update
                     if not self.stop.is_set():
                         loader._drop(set(update.removed))
-                    # stop is looked at between windows: what was not taken is read next time
-                    while got is not None and not self.stop.is_set():
-                        loader._started(*got)
-                        with np.errstate(over="ignore"):  # 1e300 as float32 is inf, as in files
-                            self.points += loader.ingest.add(*got)
-                        self._tick()
-                        got = None if self.stop.is_set() else next(news, None)
-                    del got
+                    self._put(news, got)
                 finally:
                     news.close()
                     loader.store.publish()
@@ -140,6 +141,49 @@ class _Pass:
             self.error = exc
         finally:
             self.done.set()
+
+    def _put(self, news: Generator[tuple[str, Batch], None, None], got: Any) -> None:
+        """Put every batch of ``news`` (``got``: the first, or None) into the store, reading
+        ahead: each run is listed as soon as a batch of it is read (values or not), and once
+        all are read the loader says so (:meth:`Loader.wait_runs`), while the values read
+        ahead still go in. Stop is looked at between windows: what was not taken is read
+        next time."""
+        loader = self.loader
+        ahead: deque[tuple[str, Batch, int]] = deque()
+        held, limit = 0, min(READ_AHEAD, WINDOW)
+        while not self.stop.is_set():
+            while got is not None and (held < limit or not ahead):
+                loader._started(*got)
+                ahead.append((*got, _weight(got[1])))
+                held += ahead[-1][2]
+                got = None if self.stop.is_set() else next(news, None)
+                self._tick()
+            if got is None and not self.stop.is_set():
+                loader._all_listed()
+            if not ahead:
+                return
+            run, batch, weight = ahead.popleft()
+            held -= weight
+            with np.errstate(over="ignore"):  # 1e300 as float32 is inf, as in files
+                self.points += loader.ingest.add(run, batch)
+            del batch
+            self._tick()
+
+
+def _weight(batch: Batch) -> int:
+    """About the bytes ``batch`` holds (its values and its objects), to bound what a pass
+    holds read ahead."""
+    scalars = len(batch.tags) + sum(len(c[1]) for c in batch.columns)
+    rows = sum(len(r) for r in batch.rows.values())
+    return 2048 + 32 * scalars + 512 * rows + sum(len(s[2]) for s in batch.summaries)
+
+
+def _earliest(batch: Batch) -> float | None:
+    """The earliest wall time of ``batch``'s values (None: it holds none)."""
+    walls = [min(batch.wall_times)] if batch.wall_times else []
+    walls += [float(c[3].min()) for c in batch.columns if len(c[3])]
+    walls += [float(r["wall_time"]) for rows in batch.rows.values() for r in rows]
+    return min(walls) if walls else None
 
 
 class Loader:
@@ -151,12 +195,13 @@ class Loader:
         self.logdir = logdir
         self.store = store
         self.deadline = deadline
-        self.ingest = Ingest(store, self.note)
+        self._ingest: Ingest | None = None
         #: the log dir's reader; None until a pass makes it (when making it failed in
         #: :func:`~tallyboard.board.serve`: a store away)
         self._reader = reader
         self._pass: _Pass | None = None
         self._listed = threading.Event()
+        self._runs = threading.Event()
         self._listed_ok = False
         self._failure: tuple[str, str] | None = None
         self._noted: set[Any] = set()
@@ -182,6 +227,19 @@ class Loader:
     def wait_listed(self, seconds: float) -> bool:
         """True once the first pass is in the store, or failed, within ``seconds``."""
         return self._listed.wait(seconds)
+
+    def wait_runs(self, seconds: float) -> bool:
+        """True once every run of the first listing is in the store's list of runs (its values
+        may still be going in), or the first pass is in or failed, within ``seconds``."""
+        return self._runs.wait(seconds)
+
+    @property
+    def ingest(self) -> Ingest:
+        """The bridge from batches to series, made when the first values go in (it imports
+        TensorBoard's migrations: not before the runs are listed)."""
+        if self._ingest is None:
+            self._ingest = Ingest(self.store, self.note)
+        return self._ingest
 
     def failure(self) -> tuple[str, str] | None:
         """``(status code name, message)`` while no listing ever succeeded and one failed, or
@@ -232,6 +290,7 @@ class Loader:
         self._stop.set()
         self._wake.set()
         self._listed.set()
+        self._runs.set()
         run = self._pass
         return run is None or run.done.wait(timeout)
 
@@ -310,14 +369,26 @@ class Loader:
         self._noted.discard(("stalled",))
         for path in run.failed:
             self.note(("fetch", path), f"{path}: could not be read this pass{self._again()}")
+        self._all_listed()
         self._listed.set()
         return run.points
 
     def _started(self, run: str, batch: Batch) -> None:
         """A batch of ``run`` arrived: the run is served from now on, values or not (as
         TensorBoard lists a run with a file), and its start is its file's first event when the
-        reader says it (``Batch.start_time``)."""
-        self.store.run(run).began(getattr(batch, "start_time", None))
+        reader says it (``Batch.start_time``), else its earliest value's (a format with no
+        header), so the run is listed before its values go in."""
+        got = self.store.run(run)
+        got.began(getattr(batch, "start_time", None))
+        if got.start_time is None:
+            first = _earliest(batch)
+            if first is not None:
+                got.saw(first)
+
+    def _all_listed(self) -> None:
+        """Every run the pass read is in the store's list of runs: served from now on."""
+        self.store.publish()
+        self._runs.set()
 
     def _listed_once(self) -> None:
         """A listing succeeded: from now on the service serves what the store holds."""
@@ -328,8 +399,9 @@ class Loader:
         """Stop serving the runs whose files are all gone."""
         if gone:
             self.store.drop_runs(gone)
-            for run in gone:
-                self.ingest.forget(run)
+            if self._ingest is not None:
+                for run in gone:
+                    self._ingest.forget(run)
             log.info("runs gone from %s: %s", self.logdir, ", ".join(sorted(gone)))
 
     def _failed(self, exc: BaseException) -> None:
@@ -339,6 +411,7 @@ class Loader:
         key = ("stalled",) if isinstance(exc, TimeoutError) else ("failed", message)
         self.note(key, message + self._again())
         self._listed.set()
+        self._runs.set()
 
     def _again(self) -> str:
         """What happens next to what failed, for the messages."""

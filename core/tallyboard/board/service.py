@@ -12,7 +12,8 @@ of the protocol (``tensorboard/data/proto/data_provider.proto``) kept here:
   the other points are RustBoard's seeded uniform sample, drawn the same
   (:mod:`~tallyboard.board.sampling`);
 - runs are listed by start time (the wall time of the first event of a run's file, as
-  TensorBoard takes it), every run read so far, values or not;
+  TensorBoard takes it), every run read so far, values or not; the first ``ListRuns`` waits
+  only until the first pass has read every run (its values may still be going in);
 - a blob key names run, tag, step and index, not a position in memory, so it still finds the
   same blob after any number of reloads (``NOT_FOUND`` once it is gone); a key is parsed
   strictly and bounded (:data:`MAX_BLOB_KEY`), and an error quotes only its start;
@@ -116,6 +117,10 @@ class Gate(Protocol):
     def wait_listed(self, seconds: float) -> bool:
         """True once the first pass is in (or failed) within ``seconds``."""
 
+    def wait_runs(self, seconds: float) -> bool:
+        """True once every run of the first listing is listed (values may still be going
+        in), or the first pass is in or failed, within ``seconds``."""
+
     def failure(self) -> tuple[str, str] | None:
         """``(status code name, message)`` when no listing of the log dir ever succeeded, or
         when the provider is stopping (``UNAVAILABLE``: a waiting request is released)."""
@@ -142,10 +147,12 @@ class Servicer(pb_grpc.TensorBoardDataProviderServicer):  # type: ignore[misc]
 
     # -- the gate and the filters ------------------------------------------------------------
 
-    def _ready(self, context: Any) -> None:
+    def _ready(self, context: Any, runs_only: bool = False) -> None:
+        """Wait for the first pass (``runs_only``: until every run it found is listed)."""
         # The loader reports a store stalled after stall_after(deadline): wait a little longer
         # (a second: on a busy machine its thread may take that long to say so).
-        self.gate.wait_listed(stall_after(self.deadline) + REPORT_MARGIN)
+        wait = self.gate.wait_runs if runs_only else self.gate.wait_listed
+        wait(stall_after(self.deadline) + REPORT_MARGIN)
         failed = self.gate.failure()
         if failed is not None:
             code, message = failed
@@ -206,7 +213,7 @@ class Servicer(pb_grpc.TensorBoardDataProviderServicer):  # type: ignore[misc]
         return pb.ListPluginsResponse(plugins=[pb.Plugin(name=n) for n in sorted(names)])
 
     def ListRuns(self, req: Any, context: Any) -> Any:  # noqa: N802
-        self._ready(context)
+        self._ready(context, runs_only=True)
         runs = [
             (r.start_time, r.name) for r in self.store.runs.values() if r.start_time is not None
         ]

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import warnings
 from typing import Any
 
@@ -290,6 +289,8 @@ def _die_with_parent() -> None:
 
 
 def _answers(url: str) -> bool:
+    import urllib.request  # here: ``serve`` never asks, and it costs tens of ms to import
+
     try:
         with urllib.request.urlopen(url + "data/environment", timeout=2) as resp:
             return bool(resp.status == 200)

@@ -191,11 +191,16 @@ def _entry_points() -> Iterable[metadata.EntryPoint]:
     return metadata.entry_points(group=ENTRY_POINT_GROUP)
 
 
-def _dist_of(ep: metadata.EntryPoint) -> tuple[str, str]:
+def _dist_of(ep: metadata.EntryPoint, known: dict[int, tuple[str, str]]) -> tuple[str, str]:
+    """``(name, version)`` of the distribution of ``ep``; ``known`` keeps them per distribution
+    (its metadata file is parsed once, not twice per entry point)."""
     dist = getattr(ep, "dist", None)
     if dist is None:
         return "", ""
-    return dist.metadata["Name"] or "", dist.version or ""
+    if id(dist) not in known:
+        meta = dist.metadata
+        known[id(dist)] = (meta["Name"] or "", meta["Version"] or "")
+    return known[id(dist)]
 
 
 def _check_contract(name: str, plugin: Any) -> None:
@@ -219,11 +224,13 @@ def build_registry(extra: Iterable[tuple[str, Any]] = ()) -> Registry:
     autoload = not os.environ.get(AUTOLOAD_ENV)
     seen: set[str] = set()
     candidates: list[tuple[str, Callable[[], Any], str, str]] = []
-    for ep in sorted(_entry_points(), key=lambda e: e.name):
+    known: dict[int, tuple[str, str]] = {}
+    eps = sorted(_entry_points(), key=lambda e: e.name)  # held: ids in known stay theirs
+    for ep in eps:
         if ep.name in seen:
             continue
         seen.add(ep.name)
-        dist, version = _dist_of(ep)
+        dist, version = _dist_of(ep, known)
         candidates.append((ep.name, ep.load, dist, version))
     for name, plugin in extra:
         candidates.append((name, _returning(plugin), "(registered in process)", ""))
