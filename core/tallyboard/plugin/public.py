@@ -92,6 +92,15 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "setting_types",
         "DEFAULT_SINKS",
     ),
+    "tallyboard.plugin.tables": (
+        "TableExport",
+        "TableOptions",
+        "TableWriter",
+        "text_cell",
+        "json_cell",
+        "binary_cell",
+        "json_default",
+    ),
     "tallyboard.plugin.network": ("NetworkSink", "NetworkSettings", "Refused", "Outcome"),
     "tallyboard.plugin.readers": (
         "Batch",

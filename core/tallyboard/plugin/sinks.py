@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from tallyboard import paths
+from tallyboard.plugin.tables import TableExport
 
 #: One ``sinks=`` entry: a sink name or URL, or ``(name or URL, {setting: value})``.
 SinkEntry = str | tuple[str, Mapping[str, Any]]
@@ -229,6 +230,9 @@ class SinkSpec:
             ``Event`` whose ``Summary.Value`` messages are exactly what TensorBoard's plugins read.
             ``tallyboard board`` shows every value through the encoders of the sink that says
             so (the one first by name, should several), parsing each as an ``Event``.
+        export: What makes the sink a target of ``tallyboard export`` (the formats and file
+            suffixes it exports to, and how it writes the table there): a
+            :class:`tallyboard.plugin.tables.TableExport`; None: it is not one.
     """
 
     name: str
@@ -237,6 +241,7 @@ class SinkSpec:
     description: str = ""
     settings: type | None = None
     tensorboard_summaries: bool = False
+    export: TableExport | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -247,6 +252,11 @@ class SinkSpec:
             raise TypeError(
                 f"Sink {self.name!r}: tensorboard_summaries must be a bool, "
                 f"got {self.tensorboard_summaries!r}"
+            )
+        if self.export is not None and not isinstance(self.export, TableExport):
+            raise TypeError(
+                f"Sink {self.name!r}: export must be a tallyboard.plugin.tables.TableExport, "
+                f"got {self.export!r}"
             )
         if self.settings is not None and not (
             isinstance(self.settings, type) and dataclasses.is_dataclass(self.settings)

@@ -67,12 +67,15 @@ class CsvSink:
 
 @hookimpl
 def register_sinks(register: Any) -> None:
+    from .table import EXPORT
+
     register(
         SinkSpec(
             name=SINK,
             open=CsvSink,
             schemes=("csv",),
             description="scalars as CSV (wall_time,step,tag,value)",
+            export=EXPORT,  # tallyboard export -o out.csv: see .table
         )
     )
 

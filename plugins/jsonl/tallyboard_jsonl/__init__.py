@@ -212,9 +212,15 @@ def encoder_for(kind: str, to_json: Any) -> Any:
 
 @hookimpl
 def register_sinks(register: Any) -> None:
+    from .table import EXPORT
+
     register(
         SinkSpec(
-            name=SINK, open=JsonlSink, schemes=("jsonl",), description="JSON lines, blobs as files"
+            name=SINK,
+            open=JsonlSink,
+            schemes=("jsonl",),
+            description="JSON lines, blobs as files",
+            export=EXPORT,  # tallyboard export -o out.jsonl: see .table
         )
     )
 
