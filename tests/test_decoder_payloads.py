@@ -154,3 +154,20 @@ def test_a_jsonl_clip_reaches_event_files_as_the_side_file_holds_it(tmp_path: Pa
     (event,) = load_run(tmp_path / "back").Audio("voice")
     assert event.encoded_audio_string == side.read_bytes()
     assert (event.step, event.sample_rate, event.length_frames) == (7, 8000, 800)
+
+
+def test_a_keras_model_is_its_json_text_and_reaches_jsonl_by_its_row(tmp_path: Path) -> None:
+    config = json.dumps({"class_name": "Sequential", "config": {"name": "m", "layers": []}})
+    with SummaryWriter(tmp_path / "src") as w:
+        w.add_value("keras_model", "model", config, 0)
+    df = read(str(tmp_path / "src"), kind="keras_model")
+    assert df[["tag", "config"]].values.tolist() == [["model", config]]
+    summary = convert(
+        tmp_path / "src", tmp_path / "jsonl", to="jsonl"
+    )  # no JSONL encoder of its own
+    assert summary.converted.get("keras_model") == 1, summary
+    line = json.loads((tmp_path / "jsonl" / "records.jsonl").read_text())
+    assert (line["kind"], line["value"]) == ("keras_model", {"config": config})
+    convert(tmp_path / "jsonl", tmp_path / "back", to="tfevents")
+    again = read(str(tmp_path / "back"), kind="keras_model")
+    assert again[["tag", "step", "config"]].values.tolist() == [["model", 0, config]]

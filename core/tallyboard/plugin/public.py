@@ -112,6 +112,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "size_of",
         "read_whole",
         "SCALAR_KIND",
+        "PayloadRows",
     ),
     "tallyboard.plugin.registry": (
         "get_registry",
@@ -247,6 +248,8 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "tallyboard_image.convert": ("ImagePayload",),
     "tallyboard_image.encoded": ("EncodedImages",),
     "tallyboard_audio.convert": ("AudioPayload",),
+    "tallyboard_audio.encoded": ("EncodedAudio",),
+    "tallyboard_pr_curve.compute": ("PrCurve",),
 }
 
 

@@ -30,7 +30,7 @@ def __getattr__(name: str) -> Any:
 
 @hookimpl
 def register_kinds(register: Any) -> None:
-    from .model_graph import add_keras_model, convert, from_row
+    from .model_graph import add_keras_model, convert, from_row, to_row
 
     register(
         Kind(
@@ -39,6 +39,8 @@ def register_kinds(register: Any) -> None:
             methods={"add_keras_model": add_keras_model},
             description="a Keras model config (TensorBoard conceptual graph)",
             from_row=from_row,
+            payload=str,  # the JSON text convert returns
+            to_row=to_row,
         )
     )
 

@@ -69,22 +69,29 @@ def encode_tfevents(tag: str, step: int | None, wall_time: float, config: str) -
     return summary_event(step, wall_time, [value])
 
 
-def decode_tfevents(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
+def decode_tfevents(value: Any, step: int, wall_time: float) -> str | None:
     """A model config (plugin ``graph_keras_model``, a rank-0 string tensor, as Keras's
-    TensorBoard callback and :func:`encode_tfevents` write it) as ``config``: the JSON text."""
+    TensorBoard callback and :func:`encode_tfevents` write it) as the kind's payload: the JSON
+    text (its row: :func:`to_row`)."""
     if value.metadata.plugin_data.plugin_name != PLUGIN_NAME or not value.HasField("tensor"):
         return None
     strings = value.tensor.string_val
     if len(strings) != 1:
         return None
     try:
-        return {"config": bytes(strings[0]).decode("utf-8")}
+        return bytes(strings[0]).decode("utf-8")
     except UnicodeDecodeError:  # no JSON text: not a config this reads
         return None
 
 
+def to_row(config: str) -> dict[str, Any]:
+    """A model config as a row of ``tallyboard.read``'s table: ``config``, the JSON text."""
+    return {"config": config}
+
+
 def from_row(row: dict[str, Any]) -> tuple[str, str]:
-    """A decoded row as its tag and config, so ``tallyboard convert`` writes it again."""
+    """A row a generic format (JSONL) holds, :func:`to_row`'s, as its tag and config, so
+    ``tallyboard convert`` writes it again (a str takes no keywords to be rebuilt from)."""
     return row["tag"], row["config"]
 
 
