@@ -7,7 +7,8 @@ their own file, as they are separate runs in TensorBoard. The sink teaches itsel
 ``scalar`` kind; other kinds get the writer's once-only "cannot encode" warning.
 
 The plugin reads its files back too (``tallyboard.read``, ``tallyboard ls``): see
-:mod:`tallyboard_csv.reader`.
+:mod:`tallyboard_csv.reader`; and it is the target of ``tallyboard export -o out.csv`` (one
+table of the rows read, ``run`` first): see :mod:`tallyboard_csv.table`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ are not their rows: side files, a bare string); any other kind that declares its
 lines written under its older field names).
 
 The plugin reads its files back too (``tallyboard.read``, ``tallyboard ls``), with a decoder per
-kind registered for ``("jsonl", kind)``: see :mod:`tallyboard_jsonl.reader`.
+kind registered for ``("jsonl", kind)``: see :mod:`tallyboard_jsonl.reader`; and it is the target
+of ``tallyboard export -o out.jsonl`` (the rows read, one object a line, every field kept): see
+:mod:`tallyboard_jsonl.table`.
 """
 
 from __future__ import annotations
