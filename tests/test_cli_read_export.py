@@ -111,6 +111,12 @@ def test_a_third_party_sink_is_an_export_target_chosen_by_suffix_and_format(
     # and it is one of the choices --format offers
     status, err = export(str(logdir), "-o", str(odd), "--format", "xml")
     assert status == 2 and "'tsv'" in err and "'csv'" in err and "'parquet'" in err
+    from tallyboard.cli.read import CliError, cmd_export
+
+    with pytest.raises(CliError, match=r"--format xml: no installed sink exports it; formats: "):
+        cmd_export(str(logdir), str(odd), "xml", None, None, True)
+    with pytest.raises(CliError, match=r"use a \.csv, \.jsonl, \.parquet or \.tsv name"):
+        cmd_export(str(logdir), str(tmp_path / "x.dat"), None, None, None, True)
 
 
 def test_a_format_two_sinks_claim_is_written_by_the_first_by_name(
