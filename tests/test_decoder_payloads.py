@@ -171,3 +171,33 @@ def test_a_keras_model_is_its_json_text_and_reaches_jsonl_by_its_row(tmp_path: P
     convert(tmp_path / "jsonl", tmp_path / "back", to="tfevents")
     again = read(str(tmp_path / "back"), kind="keras_model")
     assert again[["tag", "step", "config"]].values.tolist() == [["model", 0, config]]
+
+
+def test_a_mindspore_histogram_keeps_its_counts_of_no_finite_value_through_convert(
+    tmp_path: Path,
+) -> None:
+    import mindspore_reader as msr
+    from tallyboard import SummaryRecord
+    from tallyboard_mindspore.decoders import MindSporeHistogram
+
+    with SummaryRecord(str(tmp_path / "src")) as record:
+        record.add_value("histogram", "out", np.array([0.5, np.nan, np.inf, -np.inf, 1.5]))
+        record.add_value("histogram", "all_nan", np.array([np.nan, np.nan]))
+        record.record(1)
+    decoders = get_registry().decoders
+    (summary,) = (tmp_path / "src").glob("*_MS")
+    from tallyboard_mindspore.reader import MindSporeValue
+
+    got = {}
+    for _, tag, _, h in msr.values(summary):
+        value = MindSporeValue(tag, 5, 9, h.SerializeToString())
+        got[tag] = decoders[("mindspore", "histogram")](value, 1, 0.0)
+    assert isinstance(got["out"], MindSporeHistogram)
+    assert (got["out"].nan_count, got["out"].pos_inf_count, got["out"].neg_inf_count) == (1, 1, 1)
+    assert isinstance(got["all_nan"], dict) and got["all_nan"]["nan_count"] == 2  # no bucket
+    result = convert(tmp_path / "src", tmp_path / "dst", to="mindspore")
+    assert result.converted.get("histogram") == 1, result  # the bucketless one is no Histogram
+    (again,) = (tmp_path / "dst").glob("*_MS")
+    ((_, tag, _, h),) = msr.values(again)
+    assert tag == "out"
+    assert (h.nan_count, h.pos_inf_count, h.neg_inf_count, h.count) == (1, 1, 1, 5)

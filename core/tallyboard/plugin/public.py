@@ -243,6 +243,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "tallyboard_jsonl": ("encoder_for", "Blob"),
     "tallyboard_jsonl.reader": ("SideFile",),
     "tallyboard_mindspore.reader": ("MindSporeValue",),
+    "tallyboard_mindspore.decoders": ("MindSporeHistogram",),
     # the payloads of built-in kinds a sink's encoders receive (docs/plugins.md, section 4)
     "tallyboard_histogram.compute": ("Histogram",),
     "tallyboard_image.convert": ("ImagePayload",),

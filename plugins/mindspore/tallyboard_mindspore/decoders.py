@@ -1,11 +1,13 @@
 """Decoders ``("mindspore", kind)``: MindSpore summary values back into the rows of ``tallyboard.read``.
 
 Each decoder is called as ``decode(value, step, wall_time)`` with a
-:class:`~tallyboard_mindspore.reader.MindSporeValue` and returns a row (a dict), the kind's
-payload where the kind declares one with its row (``Kind.to_row``: tensor; an image stays a
-row: its table has no ``sample``, and ``from_row`` keeps its PNG bytes), or None when the
-value is not of its kind. Rows carry the same columns as the ``tfevents`` decoders of the same
-kind, so one table can hold both formats and a row can be turned back into a value.
+:class:`~tallyboard_mindspore.reader.MindSporeValue` and returns the kind's payload (scalar: a
+float, the reader's columns; tensor: a numpy array; histogram: a :class:`MindSporeHistogram`),
+or a row (a dict) where no payload fits (an image: its table has no ``sample``, and
+``from_row`` keeps its PNG bytes; a histogram of no finite value; graphs and lineage: the
+serialized message), or None when the value is not of its kind. Rows carry the same columns
+as the ``tfevents`` decoders of the same kind, so one table can hold both formats and a row can
+be turned back into a value.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from tallyboard_histogram.compute import Histogram, raw_histogram
 
 from .wire import DATA_TYPES, fields
 
@@ -89,12 +93,34 @@ def decode_tensor(value: Any, step: int, wall_time: float) -> np.ndarray | None:
     return array
 
 
-def decode_histogram(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """``Summary.Histogram`` in TensorBoard's convention: ``bucket_limit`` the right edges after
-    the first bucket's left edge, ``bucket`` the counts after a leading 0 (the exact inverse of
-    the sink's encoding of a bucketed histogram); ``sum_squares`` is NaN (MindSpore keeps none),
-    ``min``, ``max`` and ``sum`` are NaN when no value was finite. ``nan_count``,
-    ``pos_inf_count`` and ``neg_inf_count`` are MindSpore's own."""
+@dataclass(frozen=True, eq=False)
+class MindSporeHistogram(Histogram):
+    """A histogram as a MindSpore file holds it: the histogram kind's payload with MindSpore's
+    own counts of the values that are no finite number, which its row shows too and the
+    ``mindspore`` sink writes back."""
+
+    nan_count: int = 0
+    pos_inf_count: int = 0
+    neg_inf_count: int = 0
+
+    def to_row(self) -> dict[str, Any]:
+        """The histogram's row (:meth:`Histogram.to_row`) and MindSpore's three counts."""
+        return {
+            **super().to_row(),
+            "nan_count": self.nan_count,
+            "pos_inf_count": self.pos_inf_count,
+            "neg_inf_count": self.neg_inf_count,
+        }
+
+
+def decode_histogram(value: Any, step: int, wall_time: float) -> Any:
+    """``Summary.Histogram`` as the histogram kind's payload, a :class:`MindSporeHistogram`, in
+    TensorBoard's convention: ``bucket_limits`` the right edges after the first bucket's left
+    edge, ``bucket_counts`` the counts after a leading 0 (the exact inverse of the sink's
+    encoding of a bucketed histogram); ``sum_squares`` is NaN (MindSpore keeps none). A
+    histogram of no finite value (no bucket: ``min``, ``max`` and ``sum`` NaN) is no
+    ``Histogram``, which holds one bucket at least: it stays a row of the same fields
+    (``bucket_limit`` and ``bucket`` empty)."""
     if value.value_field != HISTOGRAM or value.event_field != SUMMARY_EVENT_FIELD:
         return None
     lefts: list[float] = []
@@ -123,19 +149,18 @@ def decode_histogram(value: Any, step: int, wall_time: float) -> dict[str, Any] 
             ints[number] = v
     # an edge shared by two buckets is the next bucket's left, as written: no rounding of
     # left + width creeps in; the last edge can only be left + width
-    limits = [*lefts, rights[-1]] if lefts else []
-    return {
-        "min": stats[6],
-        "max": stats[5],
-        "num": float(ints[8]),
-        "sum": stats[7],
-        "sum_squares": nan,
-        "bucket_limit": limits,
-        "bucket": counts if lefts else [],
-        "nan_count": ints[2],
-        "pos_inf_count": ints[3],
-        "neg_inf_count": ints[4],
-    }
+    extra = (ints[2], ints[3], ints[4])
+    if not lefts:
+        row = dict(zip(_STATS, (stats[6], stats[5], float(ints[8]), stats[7], nan)))
+        return {**row, "bucket_limit": [], "bucket": [], **dict(zip(_COUNTS, extra))}
+    h = raw_histogram(stats[6], stats[5], ints[8], stats[7], nan, [*lefts, rights[-1]], counts)
+    return MindSporeHistogram(
+        h.min, h.max, h.num, h.sum, h.sum_squares, h.bucket_limits, h.bucket_counts, *extra
+    )
+
+
+_STATS = ("min", "max", "num", "sum", "sum_squares")
+_COUNTS = ("nan_count", "pos_inf_count", "neg_inf_count")
 
 
 def decode_graph(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
