@@ -15,9 +15,6 @@ table with binary and list columns, as ``tallyboard export --dataset`` writes to
 
 from __future__ import annotations
 
-import base64
-import io
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol
@@ -74,6 +71,8 @@ def json_default(value: Any) -> Any:
     Raises:
         TypeError: Any other type (as ``json.dumps`` does).
     """
+    import base64
+
     import numpy as np
 
     if isinstance(value, complex):
@@ -91,6 +90,8 @@ def json_cell(value: Any) -> Any:
     """A field as JSON data: bytes as base64 text, NumPy arrays as nested lists and NumPy
     numbers as numbers; lists and dicts as they are (``json.dumps(..., default=json_default)``
     takes what they hold)."""
+    import base64
+
     import numpy as np
 
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -105,6 +106,8 @@ def json_cell(value: Any) -> Any:
 def text_cell(value: Any) -> Any:
     """A field as a flat cell: as :func:`json_cell`, and lists, tuples and dicts (arrays too) as
     their JSON text."""
+    import json
+
     value = json_cell(value)
     if isinstance(value, (list, tuple, dict)):
         return json.dumps(value, default=json_default)
@@ -115,6 +118,9 @@ def binary_cell(value: Any) -> Any:
     """A field as a cell of a typed binary table: bytes as they are, NumPy arrays as ``.npy``
     bytes (``numpy.load(io.BytesIO(cell))`` gives the array back, dtype and shape included),
     NumPy numbers as numbers, dicts as their JSON text, lists as lists."""
+    import io
+    import json
+
     import numpy as np
 
     if isinstance(value, (bytes, bytearray, memoryview)):
