@@ -47,9 +47,9 @@ class GroupReader:
 
     def iter_files(
         self,
-        workers: int | None = None,
-        progress: Callable[[int], None] | None = None,
-        changed_only: bool = False,
+        workers: int | None,
+        progress: Callable[[int], None] | None,
+        changed_only: bool,
     ) -> Iterator[tuple[str, str, Batch]]:
         """``(path, run, batch)`` per file of the table in order, what was appended since it
         was last read; a file not to read gives an empty batch, or nothing with
@@ -64,7 +64,7 @@ class GroupReader:
             if progress is not None:
                 progress(skipped + files_read)
 
-        groups = self.iter_groups(workers, done, changed)
+        groups = self.iter_groups(workers, done, changed, False, None)
         pending: list[tuple[str, str, Batch]] = []
         read = 0
         try:
@@ -87,18 +87,18 @@ class GroupReader:
 
     def iter_groups(
         self,
-        workers: int | None = None,
-        progress: Callable[[int], None] | None = None,
-        changed: set[str] | None = None,
-        light: bool = False,
-        reduce: Callable[[Batches], Any] | None = None,
+        workers: int | None,
+        progress: Callable[[int], None] | None,
+        changed: set[str] | None,
+        light: bool,
+        reduce: Callable[[Batches], Any] | None,
     ) -> Generator[tuple[list[str], list[str], Any], None, None]:
         """``(paths, runs, batches)`` per group of the files to read (``changed``, else the
         table's :meth:`~FileTable.to_read`), each file committed once its group is taken (see
         :meth:`tallyboard.reading.runs.RunReader.iter_groups`)."""
         commit = self.table.commit
         for paths, runs, batches, readers, capped in self.read_groups(
-            self.table.to_read(changed), workers, progress, light, reduce=reduce
+            self.table.to_read(changed), workers, progress, light, None, False, reduce
         ):
             for k, path in enumerate(paths):
                 commit(path, readers[k] if readers is not None else None, capped[k])
@@ -107,15 +107,16 @@ class GroupReader:
     def read_groups(
         self,
         paths: list[str],
-        workers: int | None = None,
-        progress: Callable[[int], None] | None = None,
-        light: bool = False,
-        window: int | None = None,
-        copies: bool = False,
-        reduce: Callable[[Batches], Any] | None = None,
+        workers: int | None,
+        progress: Callable[[int], None] | None,
+        light: bool,
+        window: int | None,
+        copies: bool,
+        reduce: Callable[[Batches], Any] | None,
     ) -> Generator[tuple[list[str], list[str], Any, Any, list[bool]], None, None]:
         """``(paths, runs, batches, readers, capped)`` per group of ``paths`` read together,
-        nothing committed (see :meth:`tallyboard.reading.runs.RunReader.read_groups`)."""
+        nothing committed (see :meth:`tallyboard.reading.runs.RunReader.read_groups`, which
+        gives each argument its default)."""
         self.failed = []
         source = self.opener.source
         if isinstance(source, Prefetched):
