@@ -22,6 +22,7 @@ import psutil
 import pytest
 from board_support import STALL_PLUGIN, Board, board, env_with, install_tsv_plugin, wait_until
 from tallyboard import SummaryWriter
+from tallyboard.cli.board import STOP_WAIT_ENV, TB_STOP
 from tb_server import TensorBoard, exited, free_port, stop_process_group
 from tensorboard.data.proto import data_provider_pb2 as pb
 from tensorboard.data.proto import data_provider_pb2_grpc as pb_grpc
@@ -98,13 +99,28 @@ def test_board_serves_the_runs_on_loopback_prints_the_url_and_ctrl_c_stops_both(
 
 
 def test_a_tensorboard_that_does_not_stop_is_killed_and_board_says_so(logdir: Path) -> None:
-    with board(str(logdir)) as b:
+    env = {**os.environ, STOP_WAIT_ENV: "1.5"}  # instead of 10 s, for a short test
+    with board(str(logdir), env=env) as b:
         tb = _tensorboard_of(b.proc.pid)
         tb.suspend()  # SIGSTOP: the SIGTERM board sends waits, as for a TensorBoard stuck exiting
+        asked = time.monotonic()
         b.proc.send_signal(signal.SIGINT)
         assert _exit_code(b, tb) == 0
+        assert time.monotonic() - asked >= 1.5  # it was given its time before it was killed
         assert exited(tb)
-        assert "TensorBoard had not exited 10 s after SIGTERM: killed" in b.stderr()
+        assert "TensorBoard had not exited 1.5 s after SIGTERM: killed" in b.stderr()
+
+
+def test_a_stop_wait_that_is_not_seconds_is_refused_before_tensorboard_starts(
+    logdir: Path,
+) -> None:
+    assert TB_STOP == 10.0  # what TensorBoard gets unless told otherwise
+    for bad in ["soon", "0", "-1", "nan"]:
+        got = _cli("board", str(logdir), env={**os.environ, STOP_WAIT_ENV: bad})
+        assert got.returncode == 1
+        assert got.stderr.strip() == (
+            f"tallyboard board: {STOP_WAIT_ENV} must be a number of seconds > 0, got {bad!r}"
+        )
 
 
 def test_when_tensorboard_dies_board_stops_and_says_why(logdir: Path) -> None:

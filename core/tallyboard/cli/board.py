@@ -32,6 +32,8 @@ BOARD_PORT, SERVE_PORT, HOST = 6006, 6806, DEFAULT_HOST
 RELOAD, DEADLINE = DEFAULT_RELOAD, DEFAULT_DEADLINE
 #: Seconds TensorBoard gets to start answering, and to stop once asked.
 TB_START, TB_STOP = 120.0, 10.0
+#: Environment variable giving TensorBoard other seconds than :data:`TB_STOP` to stop.
+STOP_WAIT_ENV = "TALLYBOARD_BOARD_STOP_WAIT"
 #: Seconds the provider gives requests in flight, and then a pass under way, when stopping
 #: (requests waiting for the first load are answered at once; a pass still reading is left).
 STOP_GRACE = 0.5
@@ -307,17 +309,36 @@ def _ask_to_stop(proc: subprocess.Popen[bytes]) -> float:
     return time.monotonic()
 
 
+def stop_wait() -> float:
+    """Seconds TensorBoard gets to exit once asked: :data:`TB_STOP`, or what the environment
+    variable :data:`STOP_WAIT_ENV` says.
+
+    Raises:
+        ValueError: the variable is set to something else than a number of seconds > 0.
+    """
+    text = os.environ.get(STOP_WAIT_ENV, "")
+    if not text:
+        return TB_STOP
+    try:
+        return options.seconds(float(text))
+    except ValueError:
+        raise ValueError(
+            f"{STOP_WAIT_ENV} must be a number of seconds > 0, got {text[:40]!r}"
+        ) from None
+
+
 def _stop(proc: subprocess.Popen[bytes], asked: float | None = None) -> int:
     """Stop TensorBoard: asked now (or at ``asked``, by :func:`_ask_to_stop`), killed when it
-    has not exited :data:`TB_STOP` seconds after; its exit status."""
+    has not exited :func:`stop_wait` seconds after; its exit status."""
     if proc.poll() is None:
         if asked is None:
             asked = _ask_to_stop(proc)
+        wait = stop_wait()  # checked before TensorBoard started
         try:
-            proc.wait(max(0.0, asked + TB_STOP - time.monotonic()))
+            proc.wait(max(0.0, asked + wait - time.monotonic()))
         except subprocess.TimeoutExpired:
             print(
-                f"tallyboard board: TensorBoard had not exited {TB_STOP:g} s after SIGTERM: killed",
+                f"tallyboard board: TensorBoard had not exited {wait:g} s after SIGTERM: killed",
                 file=sys.stderr,
                 flush=True,
             )
@@ -346,6 +367,10 @@ def cmd_board(args: Any, extra: list[str]) -> int:
     missing = _missing("board", load=False)
     if missing:
         return _fail("board", missing)
+    try:
+        stop_wait()
+    except ValueError as exc:
+        return _fail("board", str(exc))
     provider_port = _free_port()
     cmd = tensorboard_command(
         args.logdir, f"{HOST}:{provider_port}", args.host, args.port or _free_port(), extra
