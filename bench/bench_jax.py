@@ -1,7 +1,8 @@
 """jax.Array values: tallyboard's CLU face against CLU's torch writer and tensorboardX.
 
-"tb, no copy" is tallyboard with ``tallyboard.values.COPY_DEVICE_VALUES = False`` (no copy on
-the device first, so a value deleted or donated before it is read is reported, not written).
+"tb, copy" is tallyboard with ``tallyboard.values.COPY_DEVICE_VALUES = True``: each value still
+being computed is copied on its device in the call, so that deleting or donating it afterwards
+loses nothing (by default such a value is reported by a later call, not written).
 
 A jitted training step of a small MLP on CPU (about 10 ms) is dispatched, and its loss is
 logged while it is still being computed. The references cannot log a value that is not there
@@ -12,14 +13,17 @@ either way the call waits for the step. tallyboard starts the copy and returns.
 Tables:
 1. the caller's time for ``write_scalars(step, {"loss": loss})`` right after the step is
    dispatched (mean, median, p99 per call, and end to end per step including close());
-2. a loop logging loss and accuracy every step against the same loop logging nothing, in
-   alternating stretches of 10 steps of one loop (speed ratio, >= 0.95 is the goal);
+2. a loop logging loss and accuracy every step against the same loop logging nothing: one loop
+   alternates stretches of CHUNK steps logging and not (ABBA, so neither always goes first and
+   both see the same machine load), PAIRS pairs per writer; the speed ratio (silent time /
+   logging time, >= 0.95 is the goal) of each pair, its mean, median and 10th percentile (the
+   tail), and of the whole (the writer's close() charged to the logging side);
 3. images (64x64x3 floats) and histograms (100,000 values) of jax arrays, per call and end to
    end including close().
 
 CLU's ``clu.metric_writers`` package imports TensorFlow in its ``__init__``; its torch writer
 module is loaded from the installed CLU without it. Run: ``python bench/bench_jax.py``
-(``--quick``: fewer steps).
+(``--quick``: fewer steps; ``--only=scalars|loop|arrays``: one table).
 """
 
 from __future__ import annotations
@@ -41,7 +45,10 @@ from common import COST_HEADER, Cost, fresh_dir, median_cost
 QUICK = "--quick" in sys.argv
 STEPS = 60 if QUICK else 200
 REPEATS = 3
-LOOP_REPEATS = 3 if QUICK else 5
+PAIRS = 10 if QUICK else 40
+CHUNK = 25  # steps per stretch of the interleaved loop
+#: ``--only=scalars``, ``--only=loop`` or ``--only=arrays``: that table alone.
+PART = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")), None)
 
 
 def clu_torch_writer() -> type:
@@ -112,8 +119,8 @@ def writers() -> dict:
     from tallyboard import values
     from tallyboard_jax.metric_writers import MetricWriter
 
-    class NoDeviceCopy(MetricWriter):
-        """tallyboard with ``values.COPY_DEVICE_VALUES = False`` around each call."""
+    class DeviceCopy(MetricWriter):
+        """tallyboard with ``values.COPY_DEVICE_VALUES = True`` around each call."""
 
         def __getattribute__(self, name: str) -> Any:
             method = super().__getattribute__(name)
@@ -121,18 +128,18 @@ def writers() -> dict:
                 return method
 
             def call(*args: Any, **kwargs: Any) -> Any:
-                values.COPY_DEVICE_VALUES = False
+                values.COPY_DEVICE_VALUES = True
                 try:
                     return method(*args, **kwargs)
                 finally:
-                    values.COPY_DEVICE_VALUES = True
+                    values.COPY_DEVICE_VALUES = False
 
             return call
 
     torch_clu = clu_torch_writer()
     return {
         "tallyboard": (MetricWriter, lambda v: v),
-        "tb, no copy": (NoDeviceCopy, lambda v: v),
+        "tb, copy": (DeviceCopy, lambda v: v),
         "CLU torch": (torch_clu, np.asarray),  # CLU's torch writer takes NumPy only
         "tensorboardX": (XWriter, lambda v: v),  # converts with np.asarray itself
     }
@@ -152,30 +159,37 @@ def scalar_latency(make, convert, step, params) -> Cost:
     return Cost(time.perf_counter() - start, calls)
 
 
-CHUNK = 10  # steps per stretch of the interleaved loop
-
-
-def loop(make, convert, step, params) -> tuple[float, float]:
-    """Seconds per step logging loss and accuracy every step, and not logging, in alternating
-    stretches of CHUNK steps of one loop (so both see the same machine load); the logging side
-    also pays the writer's close()."""
+def loop(make, convert, step, params) -> tuple[list[float], float, float]:
+    """The speed ratio (silent / logging) of each of PAIRS pairs of stretches, and the seconds
+    per step logging (close() included) and silent over all of them. Stretches go ABBA in one
+    loop, with one writer; the device is drained at the end of each stretch."""
     writer = make(fresh_dir("jaxloop"))
+    ratios = []
     spent = {True: 0.0, False: 0.0}
-    for chunk in range(2 * STEPS // CHUNK):
-        log = (chunk % 4) in (0, 3)  # ABBA: neither side always goes first
-        start = time.perf_counter()
-        for i in range(CHUNK):
-            params, loss, acc = step(params)
-            if log:
-                writer.write_scalars(
-                    chunk * CHUNK + i, {"loss": convert(loss), "accuracy": convert(acc)}
-                )
-        jax.block_until_ready(params)
-        spent[log] += time.perf_counter() - start
+    i = 0
+    for pair in range(PAIRS):
+        times = {}
+        for log in (True, False) if pair % 2 == 0 else (False, True):
+            start = time.perf_counter()
+            for _ in range(CHUNK):
+                params, loss, acc = step(params)
+                if log:
+                    writer.write_scalars(i, {"loss": convert(loss), "accuracy": convert(acc)})
+                i += 1
+            jax.block_until_ready(params)
+            times[log] = time.perf_counter() - start
+            spent[log] += times[log]
+        ratios.append(times[False] / times[True])
     start = time.perf_counter()
     writer.close()
     spent[True] += time.perf_counter() - start
-    return spent[True] / STEPS, spent[False] / STEPS
+    steps = PAIRS * CHUNK
+    return ratios, spent[True] / steps, spent[False] / steps
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def heavy(make, convert, what: str, n: int) -> Cost:
@@ -205,7 +219,7 @@ def compare(table: dict, run: Any) -> dict[str, Cost]:
     for name, (make, convert) in table.items():
         costs[name] = median_cost([run(make, convert) for _ in range(REPEATS)])
         print(f"{name:14s} {costs[name].line()}")
-    for mine in ("tallyboard", "tb, no copy"):
+    for mine in ("tallyboard", "tb, copy"):
         ours = costs[mine]
         for name in ("CLU torch", "tensorboardX"):
             them = costs[name]
@@ -231,24 +245,32 @@ def main() -> None:
     for make, convert in table.values():  # warm up every writer once (jit of the copy)
         scalar_latency(make, convert, step, params)
 
-    print("\n## write_scalars(step, {'loss': loss}) while loss is being computed")
-    compare(table, lambda make, convert: scalar_latency(make, convert, step, params))
+    if PART in (None, "scalars"):
+        print("\n## write_scalars(step, {'loss': loss}) while loss is being computed")
+        compare(table, lambda make, convert: scalar_latency(make, convert, step, params))
+    if PART in (None, "loop"):
+        loop_table(table, step, params)
+    if PART in (None, "arrays"):
+        arrays(table)
 
+
+def loop_table(table: dict, step: Any, params: Any) -> None:
     print("\n## loop logging loss and accuracy every step vs the same loop logging nothing")
-    print(f"{'writer':14s} {'ms/step logging':>16s} {'ms/step silent':>15s} {'speed ratio':>12s}")
+    print(
+        f"{PAIRS} pairs of {CHUNK}-step stretches per writer; ratio = silent / logging time"
+        f"\n{'writer':14s} {'ms/step log':>11s} {'ms/step silent':>14s} {'whole':>7s} "
+        f"{'mean':>7s} {'median':>7s} {'p10':>7s} {'min':>7s}"
+    )
     for name, (make, convert) in table.items():
-        ratios, logged, silent = [], [], []
-        for _ in range(LOOP_REPEATS):
-            t, s = loop(make, convert, step, params)
-            silent.append(s)
-            logged.append(t)
-            ratios.append(s / t)
+        ratios, logged, silent = loop(make, convert, step, params)
         print(
-            f"{name:14s} {statistics.median(logged) * 1e3:16.2f} "
-            f"{statistics.median(silent) * 1e3:15.2f} {statistics.median(ratios):11.3f}x "
-            f"({min(ratios):.3f}-{max(ratios):.3f})"
+            f"{name:14s} {logged * 1e3:11.2f} {silent * 1e3:14.2f} {silent / logged:7.3f} "
+            f"{statistics.mean(ratios):7.3f} {statistics.median(ratios):7.3f} "
+            f"{percentile(ratios, 0.1):7.3f} {min(ratios):7.3f}"
         )
 
+
+def arrays(table: dict) -> None:
     for what, n in (("image", 100), ("histogram", 100)):
         print(
             f"\n## write_{what}s of jax arrays ({n} calls; "

@@ -1,4 +1,5 @@
-"""jax.Array values through the torch face: the call starts the copy, the writer's side reads it.
+"""jax.Array values through the torch face: a value still being computed is read on the writer's
+side, one already computed in the call.
 
 Every value is read back with TensorBoard's EventAccumulator and compared with ``np.asarray``.
 """
@@ -33,6 +34,21 @@ _BIG = jnp.zeros((700, 700), jnp.float32)
 _slow(_BIG).block_until_ready()  # compiled once for the module
 
 
+@jax.jit
+def _after(x: jax.Array, s: jax.Array) -> jax.Array:
+    """``x`` (the same values and dtype), computed only once ``s`` is."""
+    return x + (s * 0).astype(x.dtype)
+
+
+def computing(*arrays: jax.Array) -> list[jax.Array]:
+    """``arrays`` as values still being computed (by one ``_slow``, for ~100 ms)."""
+    jax.block_until_ready([_after(a, jnp.float32(0)) for a in arrays])  # compiled beforehand
+    s = _slow(_BIG)
+    out = [_after(a, s) for a in arrays]
+    assert not any(v.is_ready() for v in out)
+    return out
+
+
 def test_add_scalar_returns_long_before_the_device_value_is_computed(logdir):
     # (A computation gated by a host callback would be deterministic, but the CPU client runs
     # one holding a callback in the dispatching call itself.)
@@ -49,31 +65,69 @@ def test_add_scalar_returns_long_before_the_device_value_is_computed(logdir):
     assert (event.step, event.value) == (3, 0.25) and float(np.asarray(loss)) == 0.25
 
 
-def test_a_value_deleted_after_the_call_still_reaches_the_file(logdir):
+def test_a_computed_value_deleted_or_donated_after_the_call_still_reaches_the_file(logdir):
+    step = jax.jit(lambda p: p * 3.0, donate_argnums=0)
+    weights = jnp.arange(12.0).reshape(3, 4) * 1.5
+    params = jnp.linspace(-1.0, 1.0, 50, dtype=jnp.float32)
+    loss = weights.sum()
+    jax.block_until_ready((weights, params, loss))
+    expected = np.asarray(weights).copy(), np.asarray(params).copy()
     with SummaryWriter(logdir) as writer:
-        loss = _slow(_BIG) * 2
         writer.add_scalar("loss", loss, 0)
-        weights = jnp.arange(12.0).reshape(3, 4) * 1.5
-        expected = np.asarray(weights).copy()
         writer.add_value("tensor", "weights", weights, 0)
+        writer.add_value("tensor", "params", params, 0)
         loss.delete()
         weights.delete()
-    run = load_run(logdir)
-    assert run.Scalars("loss")[0].value == 0.5
-    (event,) = run.Tensors("weights")
-    np.testing.assert_array_equal(tensor_util.make_ndarray(event.tensor_proto), expected)
-
-
-def test_a_value_donated_after_the_call_still_reaches_the_file(logdir):
-    step = jax.jit(lambda p: p * 3.0, donate_argnums=0)
-    params = jnp.linspace(-1.0, 1.0, 50, dtype=jnp.float32) + _slow(_BIG)  # still computing
-    with SummaryWriter(logdir) as writer:
-        writer.add_value("tensor", "params", params, 1)
         step(params)
         assert params.is_deleted()
-    expected = np.asarray(jnp.linspace(-1.0, 1.0, 50, dtype=jnp.float32) + _slow(_BIG))
-    (event,) = load_run(logdir).Tensors("params")
-    np.testing.assert_array_equal(tensor_util.make_ndarray(event.tensor_proto), expected)
+    run = load_run(logdir)
+    assert run.Scalars("loss")[0].value == 99.0
+    for tag, want in zip(("weights", "params"), expected):
+        got = tensor_util.make_ndarray(run.Tensors(tag)[0].tensor_proto)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_computing_value_deleted_or_donated_after_the_call_is_reported_by_tag_and_step(logdir):
+    step = jax.jit(lambda p: p * 3.0, donate_argnums=0)
+    loss, params = computing(jnp.float32(0.5), jnp.ones(4))
+    writer = SummaryWriter(logdir)  # max_queue=10: the writer's thread reads nothing before flush
+    writer.add_scalar("kept", 0.25, 0)
+    writer.add_scalar("loss", loss, 7)
+    writer.add_value("tensor", "params", params, 8)
+    loss.delete()
+    step(params)
+    with pytest.warns(RuntimeWarning) as warned, pytest.raises(values.DeviceValueLost) as raised:
+        writer.flush()
+        writer.add_scalar("after", 1.0, 1)
+    writer.close()
+    assert "logged as 'loss' at step 7 was deleted or donated" in str(raised.value)
+    assert "COPY_DEVICE_VALUES = True" in str(raised.value)
+    lost = sorted(str(w.message).split(" was ")[0] for w in warned)  # each loss is warned of
+    assert lost == [
+        "the jax value logged as 'loss' at step 7",
+        "the jax value logged as 'params' at step 8",
+    ]
+    run = load_run(logdir)
+    assert run.Scalars("kept")[0].value == 0.25 and run.Tags()["scalars"] == ["kept"]
+
+
+def test_with_the_device_copy_a_computing_value_deleted_or_donated_still_reaches_the_file(
+    logdir, monkeypatch
+):
+    monkeypatch.setattr(values, "COPY_DEVICE_VALUES", True)
+    step = jax.jit(lambda p: p * 3.0, donate_argnums=0)
+    base = jnp.linspace(-1.0, 1.0, 50, dtype=jnp.float32)
+    loss, params = computing(jnp.float32(0.5), base)
+    with SummaryWriter(logdir) as writer:
+        writer.add_scalar("loss", loss, 0)
+        writer.add_value("tensor", "params", params, 0)
+        loss.delete()
+        step(params)
+        assert params.is_deleted()
+    run = load_run(logdir)
+    assert run.Scalars("loss")[0].value == 0.5
+    got = tensor_util.make_ndarray(run.Tensors("params")[0].tensor_proto)
+    np.testing.assert_array_equal(got, np.asarray(base))
 
 
 def test_histograms_of_jax_values_equal_those_of_their_numpy_arrays(logdir):
@@ -126,10 +180,11 @@ def test_a_traced_value_is_refused_with_where_to_log_it(logdir):
 
 def test_pending_values_stay_within_the_bound(logdir, monkeypatch):
     monkeypatch.setattr(values, "MAX_PENDING_DEVICE_VALUES", 4)
+    numbers = computing(*(jnp.float32(i) for i in range(20)))
     with SummaryWriter(logdir, max_queue=1000) as writer:
-        for i in range(20):
-            writer.add_scalar("x", jnp.float32(i), i)
-            assert len(values._pending) <= 4
+        for i, number in enumerate(numbers):
+            writer.add_scalar("x", number, i)
+            assert len(values._pending) == min(i + 1, 4)
     assert [e.value for e in load_run(logdir).Scalars("x")] == [float(i) for i in range(20)]
 
 
@@ -147,12 +202,20 @@ def test_a_sharded_array_reads_as_np_asarray(tmp_path):
         x = jax.device_put(jnp.arange(16.0).reshape(8, 2), NamedSharding(mesh, PartitionSpec("x")))
         assert len(x.addressable_shards) == 2
         loss = jax.device_put(jnp.arange(8.0), NamedSharding(mesh, PartitionSpec("x"))).sum()
+        big = jnp.zeros((700, 700))
+        slow = jax.jit(lambda a: jnp.tanh(jnp.tanh(jnp.tanh(a @ a) @ a) @ a).sum())
+        after = jax.jit(lambda v, s: v + s * 0)
+        after(x, slow(big)).block_until_ready()  # compiled
+        y = after(x, slow(big))  # sharded as x, still being computed
+        assert not y.is_ready() and len(y.addressable_shards) == 2
         with SummaryWriter({str(tmp_path)!r}) as writer:
             writer.add_value("tensor", "x", x, 0)
+            writer.add_value("tensor", "y", y, 0)
             writer.add_scalar("loss", loss, 0)
         acc = EventAccumulator({str(tmp_path)!r}); acc.Reload()
-        got = tensor_util.make_ndarray(acc.Tensors("x")[0].tensor_proto)
-        np.testing.assert_array_equal(got, np.asarray(x))
+        for tag, want in (("x", x), ("y", y)):
+            got = tensor_util.make_ndarray(acc.Tensors(tag)[0].tensor_proto)
+            np.testing.assert_array_equal(got, np.asarray(want))
         assert acc.Scalars("loss")[0].value == float(np.asarray(loss)) == 28.0
         print("ok")
         """
@@ -191,26 +254,13 @@ def test_every_add_method_writes_for_a_jax_array_what_it_writes_for_its_numpy_ar
         ("add_video", (jnp.asarray(rng.random((1, 4, 3, 8, 8), dtype=np.float32)),), {"fps": 2}),
         ("add_scalar", (jnp.float32(0.5),), {}),
     ]
+    later = computing(*(value for _, (value,), _ in calls))
     for run, convert in (("jax", lambda v: v), ("numpy", np.asarray)):
         with SummaryWriter(logdir / run) as writer:
-            for step, (method, (value,), kwargs) in enumerate(calls):
-                getattr(writer, method)(method, convert(value), step, **kwargs)
+            for step, (method, _, kwargs) in enumerate(calls):
+                getattr(writer, method)(method, convert(later[step]), step, **kwargs)
     got, want = (
         [e.summary for e in raw_events(logdir / run) if e.HasField("summary")]
         for run in ("jax", "numpy")
     )
     assert len(got) == len(calls) and got == want
-
-
-def test_without_the_device_copy_a_deleted_value_is_reported_by_a_later_call(logdir, monkeypatch):
-    monkeypatch.setattr(values, "COPY_DEVICE_VALUES", False)
-    writer = SummaryWriter(logdir)  # max_queue=10: the writer's thread reads nothing before flush
-    writer.add_scalar("kept", jnp.float32(0.25), 0)
-    lost = jnp.float32(0.5) * 3
-    writer.add_scalar("lost", lost, 0)
-    lost.delete()
-    with pytest.raises(RuntimeError, match="deleted or donated after it was logged"):
-        writer.flush()
-        writer.add_scalar("after", 1.0, 1)
-    writer.close()
-    assert load_run(logdir).Scalars("kept")[0].value == 0.25

@@ -14,6 +14,7 @@ import operator
 import os
 import sys
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -151,7 +152,9 @@ def to_array(value: Any, arg: str = "value", *, allow_empty: bool = False) -> np
     else:
         raise TypeError(f"{arg} must be an array, tensor or number, got {type_name(value)}")
     if out.dtype == object or out.dtype.kind in "USV":
-        raise TypeError(f"{arg} must hold numbers, got an array of dtype {out.dtype}")
+        if out.dtype.kind != "V" or "float" not in out.dtype.name:
+            raise TypeError(f"{arg} must hold numbers, got an array of dtype {out.dtype}")
+        out = out.astype(np.float32)  # bfloat16, float8 (ml_dtypes, as jax gives): exact
     if not allow_empty and out.size == 0:
         raise ValueError(f"{arg} is empty")
     return out
@@ -282,26 +285,41 @@ def raise_if_swapped(
 #: pending value itself, waiting for the device to finish it.
 MAX_PENDING_DEVICE_VALUES = 1024
 
-#: Copy each jax value into a new buffer on its device before its copy to the host starts, so
-#: that deleting or donating it after the call loses nothing. ``False`` saves that dispatch
-#: (most of a call's cost while a step runs); a value deleted or donated before the writer has
-#: read it is then reported by a later call instead of written.
-COPY_DEVICE_VALUES = True
+#: Copy each jax value still being computed into a new buffer on its device before the call
+#: returns, so that deleting or donating it afterwards (``x.delete()``, ``jax.jit(...,
+#: donate_argnums=...)``) loses nothing. ``False`` (the default) saves that dispatch, most of a
+#: call's cost while a step runs (0.1-0.3 ms, against some 0.03 ms for the rest of the call): a
+#: value deleted or donated before the writer has read it is then not written, and a later call
+#: raises :class:`DeviceValueLost` naming its tag and step. A value already computed is read in
+#: the call either way, so it is always safe.
+COPY_DEVICE_VALUES = False
 
 _pending: deque[Pending] = deque()
 
 
 def on_device(value: Any) -> bool:
     """Whether ``value`` is a device value whose conversion would wait for the device: a
-    ``jax.Array`` (when jax is imported) or a torch tensor on a CUDA device. Cheap for anything
+    ``jax.Array`` still being computed (or a jax tracer; when jax is imported) or a torch tensor
+    on a CUDA device. A ``jax.Array`` already computed is not: converting it waits for nothing,
+    so it is read in the call (safe from a later ``delete()`` or donation). Cheap for anything
     else (its type's module is looked at, nothing is imported)."""
     module = type(value).__module__
     if module.startswith("jax"):
         jax = sys.modules.get("jax")
-        return jax is not None and isinstance(value, (jax.Array, jax.core.Tracer))
+        if jax is None:
+            return False
+        if isinstance(value, jax.core.Tracer):  # refused by defer_device with what to do
+            return True
+        # a deleted array raises jax's RuntimeError here, in the call
+        return isinstance(value, jax.Array) and not value.is_ready()
     if module.startswith("torch"):
         return getattr(value, "is_cuda", False) is True
     return False
+
+
+class DeviceValueLost(RuntimeError):
+    """A device value was deleted or donated after it was logged and before the writer could
+    read it (it was still being computed when logged): it is not written."""
 
 
 class Pending:
@@ -312,7 +330,7 @@ class Pending:
         nbytes: The value's size on the host, for the writer's bound on pending bytes.
     """
 
-    __slots__ = ("_make", "_copy", "_value", "_error", "nbytes")
+    __slots__ = ("_make", "_copy", "_value", "_error", "nbytes", "label")
 
     def __init__(self, make: Callable[[np.ndarray], Any], copy: _HostCopy) -> None:
         self._make: Callable[[np.ndarray], Any] | None = make
@@ -320,6 +338,8 @@ class Pending:
         self._value: Any = None
         self._error: BaseException | None = None
         self.nbytes = copy.nbytes
+        #: Where the value was logged, ``(tag, step)``, for the message when it is lost.
+        self.label: tuple[Any, Any] | None = None
 
     @property
     def done(self) -> bool:
@@ -332,7 +352,7 @@ class Pending:
         make, copy = self._make, self._copy
         if make is not None and copy is not None:
             try:
-                self._value = make(copy.get())
+                self._value = make(copy.get(self.label))
             except BaseException as exc:
                 self._error = exc
             self._make = self._copy = None
@@ -351,25 +371,33 @@ class _HostCopy:
         self.nbytes = nbytes
         self._event = event
 
-    def get(self) -> np.ndarray:
+    def get(self, label: tuple[Any, Any] | None = None) -> np.ndarray:
         if self._event is not None:  # torch CUDA: the non-blocking copy into pinned memory
             self._event.synchronize()
             return _from_torch(self.source)
         try:
             return np.asarray(self.source)
         except RuntimeError as exc:
-            if not getattr(self.source, "is_deleted", lambda: False)():
+            if not self.source.is_deleted():
                 raise
-            raise RuntimeError(
-                "a jax value was deleted or donated after it was logged and before tallyboard "
-                "read it: keep it alive until flush(), or leave "
-                "tallyboard.values.COPY_DEVICE_VALUES on"
-            ) from exc
+            where = "" if label is None else f" as {label[0]!r} at step {label[1]}"
+            message = (
+                f"the jax value logged{where} was deleted or donated (jax.jit donate_argnums) "
+                "after the call and before its step had computed it, so it is not written. "
+                "Log it once computed, log a copy (jnp.copy(x)), or set "
+                "tallyboard.values.COPY_DEVICE_VALUES = True (each call then copies such a "
+                "value on its device)"
+            )
+            # Each loss is warned of; a sink raises only its first error from a later call.
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+            raise DeviceValueLost(message) from exc
 
 
-def _start_jax(values: list[Any]) -> list[_HostCopy]:
-    """Copy ``values`` on their devices (one dispatch: the copies outlive a later ``delete()``
-    or donation of the originals), then start each copy to the host."""
+def _start_jax(values: list[Any], nbytes: list[int] | None = None) -> list[_HostCopy]:
+    """With :data:`COPY_DEVICE_VALUES`, copy ``values`` on their devices (one dispatch: the
+    copies outlive a later ``delete()`` or donation of the originals) and start each copy to
+    the host; without, keep a reference (the writer's side reads it). ``nbytes``: each value's
+    size when the caller knows it (every look at a jax value costs while a step runs)."""
     jax = sys.modules["jax"]
     tracer = jax.core.Tracer
     for value in values:
@@ -378,11 +406,16 @@ def _start_jax(values: list[Any]) -> list[_HostCopy]:
                 f"a traced jax value (shape {tuple(value.shape)}) cannot be logged inside jax.jit, grad "
                 "or vmap: return it from the transformed function and log it outside"
             )
+    if not COPY_DEVICE_VALUES:
+        # No copy_to_host_async either: on the CPU backend it cost the caller 0.09 ms while a
+        # step ran, and the writer's np.asarray does the same copy once the value is computed.
+        if nbytes is None:
+            nbytes = [int(v.size) * v.dtype.itemsize for v in values]
+        return list(map(_HostCopy, values, nbytes))
     # A copy into a new buffer. device_put, not a jitted identity: on the CPU backend the
     # identity's dispatch often waited for its still-running input (p90 1.5-9 ms a call).
-    copies = jax.device_put(values, may_alias=False) if COPY_DEVICE_VALUES else values
     out = []
-    for copy in copies:
+    for copy in jax.device_put(values, may_alias=False):
         copy.copy_to_host_async()
         out.append(_HostCopy(copy, int(copy.size) * copy.dtype.itemsize))
     return out
@@ -408,27 +441,39 @@ def defer_device(
     ``result()`` is ``make(np.asarray(value))`` (``make`` may be a list, one per value):
     the host array is the same array ``np.asarray`` gives.
 
-    The call returns without waiting for the device. Each value is first copied on its device
-    (jax: one ``device_put`` for all), so deleting or donating the original afterwards loses
-    nothing.
+    The call returns without waiting for the device. With :data:`COPY_DEVICE_VALUES` each
+    value is first copied on its device (jax: one ``device_put`` for all), so deleting or
+    donating the original afterwards loses nothing; without, such a value makes ``result()``
+    raise :class:`DeviceValueLost`.
     At most :data:`MAX_PENDING_DEVICE_VALUES` may be pending: beyond it the oldest is
     materialised here, in the caller.
 
     Raises:
         TypeError: A value is a jax tracer (logged inside ``jax.jit``).
     """
-    jax_values = [v for v in values if not type(v).__module__.startswith("torch")]
-    jax_copies = iter(_start_jax(jax_values)) if jax_values else iter(())
     makes = [make] * len(values) if callable(make) else list(make)
-    out = []
-    for value, maker in zip(values, makes, strict=True):
-        if type(value).__module__.startswith("torch"):
-            copy = _start_torch_cuda(value)
-        else:
-            copy = next(jax_copies)
-        pending = Pending(maker, copy)
-        _pending.append(pending)
-        out.append(pending)
+    if len(makes) != len(values):
+        raise ValueError(f"make: one per value, got {len(makes)} for {len(values)} values")
+    return _defer(makes, values, None)
+
+
+def _defer(
+    makes: Sequence[Callable[[np.ndarray], Any]], values: Sequence[Any], nbytes: list[int] | None
+) -> list[Pending]:
+    """:func:`defer_device` with one ``make`` per value (and, when known, their sizes)."""
+    jax_values = [v for v in values if not type(v).__module__.startswith("torch")]
+    if len(jax_values) == len(values):  # the common case: jax values only
+        out = list(map(Pending, makes, _start_jax(jax_values, nbytes)))
+    else:
+        jax_copies = iter(_start_jax(jax_values)) if jax_values else iter(())
+        out = []
+        for value, maker in zip(values, makes, strict=True):
+            if type(value).__module__.startswith("torch"):
+                copy = _start_torch_cuda(value)
+            else:
+                copy = next(jax_copies)
+            out.append(Pending(maker, copy))
+    _pending.extend(out)
     _make_room()
     return out
 
@@ -453,24 +498,33 @@ def defer_floats(
     """:func:`defer_float` of several ``(value, arg, wrap)`` at once: one copy on the device
     for all of them (a step's metrics cost one dispatch)."""
     makes = []
+    nbytes: list[int] | None = []
     for value, arg, wrap in items:
         if type(value).__module__.startswith("torch"):
             size, real = value.numel(), not value.is_complex()
-        else:
-            dtype = np.dtype(value.dtype)
-            size, real = int(value.size), dtype.kind in "biuf" or "float" in dtype.name
+            nbytes = None
+        else:  # each attribute read once: every look at a jax value costs while a step runs
+            shape, dtype = value.shape, value.dtype
+            size = math.prod(shape)
+            real = dtype.kind in "biuf" or "float" in dtype.name
+            if nbytes is not None:
+                nbytes.append(dtype.itemsize)
         if size != 1:
             raise ValueError(f"{arg} must hold exactly one element, got shape {tuple(value.shape)}")
         if not real:
             raise TypeError(f"{arg} must be a real number, got dtype {value.dtype}")
-        makes.append(_number_maker(wrap))
-    return defer_device(makes, [value for value, _, _ in items])
+        makes.append(_to_number if wrap is None else _number_maker(wrap))
+    return _defer(makes, [value for value, _, _ in items], nbytes)
 
 
-def _number_maker(wrap: Callable[[float], Any] | None) -> Callable[[np.ndarray], Any]:
+def _to_number(host: np.ndarray) -> float:
+    """The one number of a host array, as a Python float (exact for every real dtype)."""
+    return float(host.reshape(()).astype(np.float64))
+
+
+def _number_maker(wrap: Callable[[float], Any]) -> Callable[[np.ndarray], Any]:
     def make(host: np.ndarray) -> Any:
-        number = float(host.reshape(()).astype(np.float64))
-        return number if wrap is None else wrap(number)
+        return wrap(_to_number(host))
 
     return make
 

@@ -192,6 +192,7 @@ class ValueRoad:
         On a rank that writes nothing it only checks; where the tag is reduced across ranks
         (``reduce=``) the value is materialised in the call.
         """
+        payload.label = (tag, global_step)  # named if the value is lost (values.DeviceValueLost)
         plan = self._plan
         if not plan.writes:
             _check_only(kind, tag, payload, global_step, walltime)

@@ -23,6 +23,7 @@ from tallyboard.values import (
     defer_floats,
     emit_pending,
     on_device,
+    to_float,
 )
 
 from . import deferred
@@ -95,19 +96,28 @@ class MetricWriter:
 
     def write_scalars(self, step: int, scalars: Mapping[str, Any]) -> None:
         """Write one number per metric for ``step``: a point of each metric's line in the
-        SCALARS tab. A jax array is read on the writer's side."""
+        SCALARS tab. A jax array still being computed is read on the writer's side (the call
+        does not wait for it); one already computed is read in the call."""
         step = _step(step)
         items = _mapping(scalars, "scalars")
         writer = self._writer
-        devices = [(k, v) for k, v in items if on_device(v)]
-        if devices:  # one copy on the device for all of them
+        # Asked once per value: a value still computing now may be computed a moment later.
+        devices = [on_device(v) for _, v in items]
+        if True in devices:  # one call for all of them
             pendings = defer_floats(
-                [(v, f"scalars[{k!r}]", self._logged(step, k)) for k, v in devices]
+                [
+                    (v, f"scalars[{k!r}]", self._logged(step, k))
+                    for (k, v), later in zip(items, devices)
+                    if later
+                ]
             )
-        for key, value in items:
-            if on_device(value):
-                emit_pending(writer or _Nowhere(), "scalar", key, pendings.pop(0), step, None)
+            pendings.reverse()
+        for (key, value), later in zip(items, devices):
+            if later:
+                emit_pending(writer or _Nowhere(), "scalar", key, pendings.pop(), step, None)
             else:
+                if type(value) is not float:  # a number, an array, a jax value computed
+                    value = to_float(value, f"scalars[{key!r}]")
                 if self._log:
                     self._info(step, "%s", _shown(key, value))
                 if writer is not None:
