@@ -16,15 +16,12 @@ class JsonlTable:
 
     def __init__(self, file: BinaryIO, options: TableOptions) -> None:
         self._file = file
+        self._encode = json.JSONEncoder(default=json_default).encode  # one, not one a row
 
     def write(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """Write ``rows``, one line each (non-finite numbers as ``NaN``/``Infinity``)."""
-        keys = list(columns)
-        self._file.write(
-            "".join(
-                json.dumps(dict(zip(keys, row)), default=json_default) + "\n" for row in rows
-            ).encode()
-        )
+        keys, encode = list(columns), self._encode
+        self._file.write("".join(encode(dict(zip(keys, row))) + "\n" for row in rows).encode())
 
     def close(self) -> None:
         """Nothing is held back: every write went to the file."""
