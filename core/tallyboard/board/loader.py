@@ -146,19 +146,21 @@ class _Pass:
         """Put every batch of ``news`` (``got``: the first, or None) into the store, reading
         ahead: each run is listed as soon as a batch of it is read (values or not), and once
         all are read the loader says so (:meth:`Loader.wait_runs`), while the values read
-        ahead still go in. Stop is looked at between windows: what was not taken is read
-        next time."""
+        ahead still go in. Stop is looked at between windows (what was read ahead is then
+        dropped: the provider is going away)."""
         loader = self.loader
         ahead: deque[tuple[str, Batch, int]] = deque()
         held, limit = 0, min(READ_AHEAD, WINDOW)
-        while not self.stop.is_set():
-            while got is not None and (held < limit or not ahead):
+        while True:
+            while got is not None and (held < limit or not ahead) and not self.stop.is_set():
                 loader._started(*got)
                 ahead.append((*got, _weight(got[1])))
                 held += ahead[-1][2]
-                got = None if self.stop.is_set() else next(news, None)
+                got = next(news, None)
                 self._tick()
-            if got is None and not self.stop.is_set():
+            if self.stop.is_set():
+                return
+            if got is None:
                 loader._all_listed()
             if not ahead:
                 return
@@ -180,9 +182,10 @@ def _weight(batch: Batch) -> int:
 
 def _earliest(batch: Batch) -> float | None:
     """The earliest wall time of ``batch``'s values (None: it holds none)."""
-    walls = [min(batch.wall_times)] if batch.wall_times else []
+    walls: list[float] = [min(batch.wall_times)] if batch.wall_times else []
     walls += [float(c[3].min()) for c in batch.columns if len(c[3])]
-    walls += [float(r["wall_time"]) for rows in batch.rows.values() for r in rows]
+    for rows in batch.rows.values():
+        walls += [w for r in rows if isinstance(w := r.get("wall_time"), (int, float))]
     return min(walls) if walls else None
 
 
