@@ -16,10 +16,12 @@ import dataclasses
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tallyboard import paths
-from tallyboard.plugin.tables import TableExport
+
+if TYPE_CHECKING:  # imported when a sink declares one: import tallyboard stays light
+    from tallyboard.plugin.tables import TableExport
 
 #: One ``sinks=`` entry: a sink name or URL, or ``(name or URL, {setting: value})``.
 SinkEntry = str | tuple[str, Mapping[str, Any]]
@@ -253,7 +255,7 @@ class SinkSpec:
                 f"Sink {self.name!r}: tensorboard_summaries must be a bool, "
                 f"got {self.tensorboard_summaries!r}"
             )
-        if self.export is not None and not isinstance(self.export, TableExport):
+        if self.export is not None and not _is_table_export(self.export):
             raise TypeError(
                 f"Sink {self.name!r}: export must be a tallyboard.plugin.tables.TableExport, "
                 f"got {self.export!r}"
@@ -308,6 +310,12 @@ class SinkSpec:
             return self.settings(**values)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{where}sink {self.name!r}: {exc}") from None
+
+
+def _is_table_export(export: Any) -> bool:
+    from tallyboard.plugin.tables import TableExport
+
+    return isinstance(export, TableExport)
 
 
 def setting_types(settings: type) -> dict[str, Any]:
