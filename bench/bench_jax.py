@@ -17,7 +17,8 @@ Tables:
    alternates stretches of CHUNK steps logging and not (ABBA, so neither always goes first and
    both see the same machine load), PAIRS pairs per writer; the speed ratio (silent time /
    logging time, >= 0.95 is the goal) of each pair, its mean, median and 10th percentile (the
-   tail), and of the whole (the writer's close() charged to the logging side);
+   tail), and of the whole (the writer's flush() after each logging stretch and its close()
+   charged to the logging side);
 3. images (64x64x3 floats) and histograms (100,000 values) of jax arrays, per call and end to
    end including close().
 
@@ -45,8 +46,8 @@ from common import COST_HEADER, Cost, fresh_dir, median_cost
 QUICK = "--quick" in sys.argv
 STEPS = 60 if QUICK else 200
 REPEATS = 3
-PAIRS = 10 if QUICK else 40
-CHUNK = 25  # steps per stretch of the interleaved loop
+PAIRS = 30 if QUICK else 100
+CHUNK = 10  # steps per stretch of the interleaved loop
 #: ``--only=scalars``, ``--only=loop`` or ``--only=arrays``: that table alone.
 PART = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")), None)
 
@@ -80,6 +81,9 @@ class XWriter:
     def write_histograms(self, step: int, arrays: dict) -> None:
         for k, v in arrays.items():
             self._w.add_histogram(k, v, step)
+
+    def flush(self) -> None:
+        self._w.flush()
 
     def close(self) -> None:
         self._w.close()
@@ -162,7 +166,9 @@ def scalar_latency(make, convert, step, params) -> Cost:
 def loop(make, convert, step, params) -> tuple[list[float], float, float]:
     """The speed ratio (silent / logging) of each of PAIRS pairs of stretches, and the seconds
     per step logging (close() included) and silent over all of them. Stretches go ABBA in one
-    loop, with one writer; the device is drained at the end of each stretch."""
+    loop, with one writer; at the end of each the device is drained and, after logging, the
+    writer flushed (so no writing spills into the next stretch: the logging side pays all of
+    it, and a flush besides)."""
     writer = make(fresh_dir("jaxloop"))
     ratios = []
     spent = {True: 0.0, False: 0.0}
@@ -177,6 +183,8 @@ def loop(make, convert, step, params) -> tuple[list[float], float, float]:
                     writer.write_scalars(i, {"loss": convert(loss), "accuracy": convert(acc)})
                 i += 1
             jax.block_until_ready(params)
+            if log:
+                writer.flush()
             times[log] = time.perf_counter() - start
             spent[log] += times[log]
         ratios.append(times[False] / times[True])

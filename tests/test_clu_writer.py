@@ -23,6 +23,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.util import tensor_util
 
 from tests.conftest import load_run
+from tests.jax_support import computing
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +161,30 @@ def test_the_default_writer_logs_and_writes_into_its_collection(metric_writers, 
     assert load_run(tmp_path / "eval").Scalars("loss")[0].value == 0.25
     assert "[7] collection=eval acc=0.5" in caplog.text
     assert "[7] collection=eval loss=0.25" in caplog.text
+
+
+def test_asynchronous_false_reads_and_logs_device_values_in_the_call(
+    metric_writers, tmp_path, caplog
+):
+    caplog.set_level(logging.INFO, "tallyboard_jax.metric_writers")
+    for asynchronous in (True, False):
+        caplog.clear()
+        writer = metric_writers.create_default_writer(
+            tmp_path / str(asynchronous), asynchronous=asynchronous
+        )
+        loss, params = computing(jnp.float32(0.25), jnp.arange(4.0))
+        writer.write_scalars(3, {"loss": loss})
+        writer.write_histograms(3, {"params": params})
+        # synchronous: the call waited for the device and logged the value; else neither yet
+        assert loss.is_ready() is params.is_ready() is (not asynchronous)
+        assert ("[3] loss=0.25" in caplog.text) is (not asynchronous)
+        writer.close()
+        assert "[3] loss=0.25" in caplog.text
+        run = load_run(tmp_path / str(asynchronous))
+        assert run.Scalars("loss")[0].value == 0.25
+        assert run.Histograms("params")[0].histogram_value.num == 4
+    with pytest.raises(TypeError, match="asynchronous must be a bool"):
+        metric_writers.create_default_writer(tmp_path, asynchronous="no")
 
 
 def test_just_logging_writes_no_file(metric_writers, tmp_path):

@@ -20,33 +20,9 @@ from tallyboard import SummaryWriter, values
 from tensorboard.util import tensor_util
 
 from tests.conftest import load_run, raw_events
+from tests.jax_support import BIG, computing, slow
 
-
-@jax.jit
-def _slow(x: jax.Array) -> jax.Array:
-    """Some 100 ms of CPU work (more on a loaded machine) whose result is known: tanh(0) is 0."""
-    for _ in range(8):
-        x = jnp.tanh(x @ x)
-    return x.sum() + 0.25
-
-
-_BIG = jnp.zeros((700, 700), jnp.float32)
-_slow(_BIG).block_until_ready()  # compiled once for the module
-
-
-@jax.jit
-def _after(x: jax.Array, s: jax.Array) -> jax.Array:
-    """``x`` (the same values and dtype), computed only once ``s`` is."""
-    return x + (s * 0).astype(x.dtype)
-
-
-def computing(*arrays: jax.Array) -> list[jax.Array]:
-    """``arrays`` as values still being computed (by one ``_slow``, for ~100 ms)."""
-    jax.block_until_ready([_after(a, jnp.float32(0)) for a in arrays])  # compiled beforehand
-    s = _slow(_BIG)
-    out = [_after(a, s) for a in arrays]
-    assert not any(v.is_ready() for v in out)
-    return out
+_slow, _BIG = slow, BIG
 
 
 def test_add_scalar_returns_long_before_the_device_value_is_computed(logdir):

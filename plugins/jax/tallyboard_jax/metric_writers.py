@@ -47,6 +47,13 @@ class MetricWriter:
         collection: Named in each log line, as CLU's ``LoggingWriter`` names it.
         log: Log every value at INFO level to the ``tallyboard_jax.metric_writers`` logger.
             Default ``False``.
+        asynchronous: CLU's meaning. ``True`` (default): a jax array still being computed is
+            read on the writer's side, so the call never waits for the device (a scalar's log
+            line comes once it is read). ``False``: each call reads its device values itself,
+            waiting for the step that computes them, and logs them in the call, as CLU's
+            synchronous writer (``create_default_writer(asynchronous=False)``) does. Writing
+            the file is left to tallyboard's writer thread either way, as TensorFlow's writer
+            under CLU's buffers it until ``flush()``.
         **writer_args: Passed to :class:`tallyboard.SummaryWriter` (``sinks=``, ``ranks=``,
             ``reduce=``, ``flush_secs=``, ...).
     """
@@ -57,9 +64,13 @@ class MetricWriter:
         *,
         collection: str | None = None,
         log: bool = False,
+        asynchronous: bool = True,
         **writer_args: Any,
     ) -> None:
+        if not isinstance(asynchronous, bool):
+            raise TypeError(f"asynchronous must be a bool, got {type(asynchronous).__name__}")
         _register_with_clu()
+        self._wait = not asynchronous
         self._writer = None if logdir is None else SummaryWriter(logdir, **writer_args)
         self._collection = f" collection={collection}" if collection else ""
         self._log = log
@@ -68,6 +79,11 @@ class MetricWriter:
     def writer(self) -> SummaryWriter | None:
         """The tallyboard writer underneath (``None`` when no file is written)."""
         return self._writer
+
+    def _host(self, value: Any) -> Any:
+        """``value`` read now when this writer is synchronous and it is a device value still
+        being computed (waiting for it); else as it is."""
+        return np.asarray(value) if self._wait and on_device(value) else value
 
     def _info(self, step: int | None, text: str, *args: Any) -> None:
         if self._log:
@@ -83,7 +99,7 @@ class MetricWriter:
         its bytes) of ``metadata[key]`` when given (that path needs the ``tensorboard``
         package, and reads the value in the call)."""
         step = _step(step)
-        items = _mapping(values, "values")
+        items = [(k, self._host(v)) for k, v in _mapping(values, "values")]
         self._info(step, "Got raw tensors: %s.", {k: np.shape(v) for k, v in items})
         if self._writer is None:
             return
@@ -100,6 +116,8 @@ class MetricWriter:
         does not wait for it); one already computed is read in the call."""
         step = _step(step)
         items = _mapping(scalars, "scalars")
+        if self._wait:
+            items = [(k, self._host(v)) for k, v in items]
         writer = self._writer
         # Asked once per value: a value still computing now may be computed a moment later.
         devices = [on_device(v) for _, v in items]
@@ -178,7 +196,7 @@ class MetricWriter:
         self._info(step, f"Got {arg}: %s.", {k: np.shape(v) for k, v in items})
         batched = shapes[0].count(",") + 1
         for key, value in items:
-            value = _array(value)
+            value = _array(self._host(value))
             shape = np.shape(value)
             if len(shape) not in (batched, batched - len(shapes) + 1):
                 raise ValueError(
@@ -217,7 +235,7 @@ class MetricWriter:
             for tag, leaf in deferred.leaves(key, value):
                 self._info(step, "Histogram for %r", tag)
                 if self._writer is not None:
-                    deferred.histogram(self._writer, tag, leaf, step, buckets)
+                    deferred.histogram(self._writer, tag, self._host(leaf), step, buckets)
 
     def write_pointcloud(
         self,
@@ -281,8 +299,10 @@ def create_default_writer(
 
     ``just_logging=True``, ``logdir=None``, or a process whose ``jax.process_index()`` is not 0
     (in a multi-host job, only the first host writes files, as CLU's callers arrange with
-    ``just_logging=jax.process_index() > 0``) logs only. ``asynchronous`` is taken for CLU's
-    sake: tallyboard's writer never blocks the caller on disk or device either way.
+    ``just_logging=jax.process_index() > 0``) logs only. ``asynchronous=False`` makes each
+    call read its device values itself and log them in the call, as CLU's synchronous writer
+    does (see :class:`MetricWriter`); the file is written by tallyboard's writer thread either
+    way.
     """
     if not isinstance(asynchronous, bool):
         raise TypeError(f"asynchronous must be a bool, got {type(asynchronous).__name__}")
@@ -290,9 +310,9 @@ def create_default_writer(
         raise TypeError(f"collection must be a str or None, got {type(collection).__name__}")
     jax = sys.modules.get("jax")
     if just_logging or logdir is None or (jax is not None and jax.process_index() != 0):
-        return MetricWriter(None, collection=collection, log=True)
+        return MetricWriter(None, collection=collection, log=True, asynchronous=asynchronous)
     path = os.path.join(os.fspath(logdir), collection) if collection else logdir
-    return MetricWriter(path, collection=collection, log=True)
+    return MetricWriter(path, collection=collection, log=True, asynchronous=asynchronous)
 
 
 def write_values(writer: MetricWriter, step: int, metrics: Mapping[str, Any]) -> None:
