@@ -3,7 +3,9 @@ pytest-xdist keeps on one worker."""
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import signal
 import threading
 from pathlib import Path
@@ -21,37 +23,39 @@ if (
 ):
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# Modules whose tests share a costly module-scoped setup (runs written by Keras, Lightning,
-# Hugging Face and the demo for the browser; TensorBoard through tallyboard board; a Ray
-# runtime; a fitted model; the built site or distributions). With pytest-xdist (`-n auto`) the tests of each run on one worker, so that setup
-# is made once instead of once per worker; every other test is handed out on its own. (xdist's
-# own `--dist loadgroup` does this with marks, but its grouping silently does nothing on pytest
-# 9.2, pytest-dev/pytest-xdist#1386: hence a scheduler of our own, below.)
-ONE_WORKER_MODULES = {
-    "test_accelerate",
-    "test_board_cli",
-    "test_board_dashboards",
-    "test_browser_board",
-    "test_browser_dashboards",
-    "test_docs_site",
-    "test_engine_dask",
-    "test_engine_ray",
-    "test_flax_browser",
-    "test_keras_callback",
-    "test_keras_parity",
-    "test_lightning_parity",
-    "test_optuna",
-    "test_packaging",
-    "test_quantiles_example",
-    "test_raytune",
-    "test_transformers_parity",
-    "test_world_fixtures",
-}
+# Modules whose tests share a module-scoped setup (runs written by Keras, Lightning, Hugging Face,
+# MindSpore and the demo; TensorBoard or tallyboard board; a Ray runtime; a fitted model; the built
+# site or distributions): with pytest-xdist (`-n auto`) the tests of each run on one worker, so
+# that setup is made once instead of once per worker; every other test is handed out on its own.
+# A module is one of them when its source defines a module- or session-scoped fixture (so a new
+# one needs no list), or when it is named here because it takes such a fixture from elsewhere.
+# (xdist's own `--dist loadgroup` does this with marks, but its grouping silently does nothing on
+# pytest 9.2, pytest-dev/pytest-xdist#1386: hence a scheduler of our own, below.)
+ONE_WORKER_MODULES = {"test_quantiles_example", "test_world_fixtures"}
+# Modules whose own module fixture is cheap next to their many independent tests: spread out.
+SPREAD_MODULES = {"test_docs"}  # a moto S3 server for its few s3 blocks
+_SHARED_FIXTURE = re.compile(r"@pytest\.fixture\([^)]*scope=[\"'](module|session)[\"']")
+
+
+@functools.cache
+def _one_worker(module: str) -> bool:
+    if module in ONE_WORKER_MODULES:
+        return True
+    if module in SPREAD_MODULES:
+        return False
+    path = Path(__file__).with_name(module + ".py")
+    return path.is_file() and bool(_SHARED_FIXTURE.search(path.read_text(encoding="utf-8")))
+
+
 # Modules holding the longest tests (a minute or more of waiting on servers and deadlines on a
 # loaded 2-core machine): started first, so that no worker begins one when the rest is done.
 FIRST_MODULES = (
     "test_sync",
     "test_browser_dashboards",
+    "test_mindspore_tensorboard",
+    "test_raytune",
+    "test_keras_parity",
+    "test_summary_collector",
     "test_browser_board",
     "test_docs_site",
     "test_faces_visible",
@@ -79,7 +83,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = _module(nodeid)
-            return module if module in ONE_WORKER_MODULES else nodeid
+            return module if _one_worker(module) else nodeid
 
     return Scheduling(config, log)
 

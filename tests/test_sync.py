@@ -51,12 +51,23 @@ def _sent(logdir: Path, to: str, run: str) -> int:
     return sum(c.get("scalar", 0) for f, c in files.items() if f.startswith(run + "/events"))
 
 
-def test_sync_fills_mlflow_after_an_outage_and_goes_on_after_the_server_dies_mid_sync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+# Waits: a dead server is waited for the whole deadline, so the phases where it is dead use a
+# short one; a sync cut mid-way needs one patient enough for a loaded machine while the server
+# still answers (each confirmed flush of 1,000 values waits at most the deadline), waited in full
+# once when it dies: 12 s, not the default 30 s.
+SHORT = {"TALLYBOARD_MLFLOW_DEADLINE": "2"}
+PATIENT = {"TALLYBOARD_MLFLOW_DEADLINE": "12"}
+
+
+def _sync_cmd(logdir: Path, to: str) -> list[str]:
+    return [sys.executable, "-m", "tallyboard", "sync", str(logdir), "--to", to]
+
+
+def test_sync_fills_what_the_live_sink_could_not_send_once_mlflow_is_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from mlflow.tracking import MlflowClient
 
-    monkeypatch.setenv("TALLYBOARD_MLFLOW_DEADLINE", "5")  # waited in full while the server is dead
     (tmp_path / "server").mkdir()
     server = MlflowServer(tmp_path / "server")
     url = server.start()
@@ -66,7 +77,8 @@ def test_sync_fills_mlflow_after_an_outage_and_goes_on_after_the_server_dies_mid
     _warm(client)
     try:
         # a live run: the server dies after 100 of its 300 values
-        w = SummaryWriter(logdir / "run1", sinks=["tfevents", to])
+        settings = {"deadline": 2.0, "grace_secs": 0.5, "retry_secs": 0.05}
+        w = SummaryWriter(logdir / "run1", sinks=["tfevents", (to, settings)])
         w.add_hparams({"layers": 3, "lr": 0.1}, {"loss": None}, own_run=True)
         for step in range(100):
             w.add_scalar("loss", step / 7, step)
@@ -82,29 +94,60 @@ def test_sync_fills_mlflow_after_an_outage_and_goes_on_after_the_server_dies_mid
             warnings.simplefilter("always")
             w.close()
         assert any("200 values could not be sent" in str(c.message) for c in caught)
-        # a run written without network, with sub-runs
-        total = 6000  # six confirmed batches
-        with SummaryWriter(logdir / "big") as b:
-            for step in range(total):
-                b.add_scalar("x", step * 0.5, step)
-            b.add_scalars("acc", {"train": 0.5, "val": 0.25}, 3)
 
-        cmd = [sys.executable, "-m", "tallyboard", "sync", str(logdir), "--to", to]
-        # a deadline patient enough for a loaded machine while the server answers, waited in
-        # full once when it dies mid-sync: 12 s, not the default 30 s (84 s of this test's 93 s
-        # on the 2-core CI machine went to waits, 30 s of them on this deadline)
-        patient = {**os.environ, "TALLYBOARD_MLFLOW_DEADLINE": "12"}
-        started = time.monotonic()
-        down = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        # sync while the server is still down: an error that says to run it again
+        down = subprocess.run(
+            _sync_cmd(logdir, to),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, **SHORT},
+        )
         assert down.returncode == 1, down.stderr[-2000:]
         assert "run it again to go on" in down.stderr
-        assert time.monotonic() - started < 120
-        assert _sent(logdir, to, "big") == 0
 
         server.start()
         _warm(client)
+        monkeypatch.setenv("TALLYBOARD_MLFLOW_DEADLINE", PATIENT["TALLYBOARD_MLFLOW_DEADLINE"])
+        assert cli_main(["sync", str(logdir), "--to", to]) == 0
+        capsys.readouterr()
+        exp = client.get_experiment_by_name("proj")
+        [run] = client.search_runs([exp.experiment_id])
+        # the live sink sent its values as given, the event file holds float32: one copy each
+        live = _history(client, run, "loss")
+        assert [s for s, _ in live] == list(range(300))
+        assert [v for _, v in live] == pytest.approx([s / 7 for s in range(300)], rel=1e-6)
+        assert [v for _, v in live[:100]] == [s / 7 for s in range(100)]
+        assert run.data.params == {"layers": "3", "lr": "0.1"}  # as given live
+        assert run.info.run_name == "run1" and run.info.status == "FINISHED"
+    finally:
+        server.stop()
+
+
+def test_sync_cut_by_a_server_dying_mid_sync_goes_on_where_it_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    (tmp_path / "server").mkdir()
+    server = MlflowServer(tmp_path / "server")
+    logdir = tmp_path / "proj"
+    total = 6000  # six confirmed batches
+    with SummaryWriter(logdir / "big") as b:  # written without network, with sub-runs
+        for step in range(total):
+            b.add_scalar("x", step * 0.5, step)
+        b.add_scalars("acc", {"train": 0.5, "val": 0.25}, 3)
+    url = server.start()
+    to = f"mlflow+{url}"
+    client = MlflowClient(url)
+    _warm(client)
+    try:
         proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=patient
+            _sync_cmd(logdir, to),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **PATIENT},
         )
         try:
             deadline = time.monotonic() + 240
@@ -119,32 +162,26 @@ def test_sync_fills_mlflow_after_an_outage_and_goes_on_after_the_server_dies_mid
                 proc.kill()
                 proc.wait()
         assert proc.returncode == 1, err[-2000:]
+        assert "run it again to go on" in err
         before = _sent(logdir, to, "big")
         assert 0 < before < total, before
 
         server.start()
         _warm(client)
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=patient)
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert f"{before} sent before" in done.stdout
-        again = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=patient)
-        assert again.returncode == 0, again.stderr[-2000:]
-        assert again.stdout.startswith("sent 0 new values"), again.stdout
+        monkeypatch.setenv("TALLYBOARD_MLFLOW_DEADLINE", PATIENT["TALLYBOARD_MLFLOW_DEADLINE"])
+        assert cli_main(["sync", str(logdir), "--to", to]) == 0
+        assert f"{before} sent before" in capsys.readouterr().out
+        assert cli_main(["sync", str(logdir), "--to", to]) == 0
+        assert capsys.readouterr().out.startswith("sent 0 new values")
 
         exp = client.get_experiment_by_name("proj")
         runs = {r.info.run_name: r for r in client.search_runs([exp.experiment_id])}
-        assert set(runs) == {"run1", "big", "acc_train", "acc_val"}
-        # the live sink sent its values as given, the event file holds float32: one copy each
-        live = _history(client, runs["run1"], "loss")
-        assert [s for s, _ in live] == list(range(300))
-        assert [v for _, v in live] == pytest.approx([s / 7 for s in range(300)], rel=1e-6)
-        assert [v for _, v in live[:100]] == [s / 7 for s in range(100)]
+        assert set(runs) == {"big", "acc_train", "acc_val"}
         assert _history(client, runs["big"], "x") == _local(logdir / "big", "x")
         assert len(_history(client, runs["big"], "x")) == total
         for name, value in (("acc_train", 0.5), ("acc_val", 0.25)):
             assert runs[name].data.tags["mlflow.parentRunId"] == runs["big"].info.run_id
             assert _history(client, runs[name], "acc") == [(3, value)]
-        assert runs["run1"].data.params == {"layers": "3", "lr": "0.1"}  # as given live
         assert {r.info.status for r in runs.values()} == {"FINISHED"}
     finally:
         server.stop()
