@@ -127,7 +127,9 @@ def test_a_format_two_sinks_claim_is_written_by_the_first_by_name(
             self.file.write(b"UPPER\n")
 
     register_plugin(TsvPlugin("tsv_b"), "tsv-b")
-    register_plugin(TsvPlugin("tsv_a", TableExport(formats=("tsv",), open=Upper)), "tsv-a")
+    register_plugin(
+        TsvPlugin("tsv_a", TableExport(formats=("tsv",), open=Upper, cell=str)), "tsv-a"
+    )
     out = tmp_path / "x.tsv"
     status, err = export(str(logdir), "-o", str(out), "--runs", "seed0")
     assert status == 0, err
@@ -141,7 +143,9 @@ def test_a_target_that_refuses_rows_is_one_line_and_leaves_no_file(
         def write(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
             raise ValueError("the step column must not hold 0")
 
-    register_plugin(TsvPlugin("tsv", TableExport(formats=("tsv",), open=Refuses)), "tsv-refuses")
+    register_plugin(
+        TsvPlugin("tsv", TableExport(formats=("tsv",), open=Refuses, cell=str)), "tsv-refuses"
+    )
     status, err = export(str(logdir), "-o", str(tmp_path / "x.tsv"))
     assert status == 1
     assert err == "tallyboard export: the step column must not hold 0\n"
@@ -218,12 +222,14 @@ def test_the_parquet_sink_refuses_a_writers_values_and_says_where_they_go(
 
 def test_a_table_export_is_checked_when_declared() -> None:
     with pytest.raises(ValueError, match="lowercase identifiers"):
-        TableExport(formats=(".csv",), open=TsvTable)
+        TableExport(formats=(".csv",), open=TsvTable, cell=str)
     with pytest.raises(ValueError, match="lowercase identifiers"):
-        TableExport(formats="tsv", open=TsvTable)  # type: ignore[arg-type]
+        TableExport(formats="tsv", open=TsvTable, cell=str)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="open must be callable"):
-        TableExport(formats=("tsv",), open=None)  # type: ignore[arg-type]
+        TableExport(formats=("tsv",), open=None, cell=str)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="cell must be callable"):
+        TableExport(formats=("tsv",), open=TsvTable, cell="text")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="fixed_columns must be a bool"):
-        TableExport(formats=("tsv",), open=TsvTable, fixed_columns=1)  # type: ignore[arg-type]
+        TableExport(formats=("tsv",), open=TsvTable, cell=str, fixed_columns=1)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="export must be a tallyboard.plugin.tables.TableExport"):
         SinkSpec(name="tsv", open=_refuse, export=("tsv",))  # type: ignore[arg-type]

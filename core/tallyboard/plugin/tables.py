@@ -148,7 +148,7 @@ class TableExport:
             a :class:`TableOptions`; returns the :class:`TableWriter`. Import heavy libraries
             here, not at module level.
         cell: How one decoded field becomes a cell: :func:`text_cell`, :func:`json_cell`,
-            :func:`binary_cell` or a function of your own (default :func:`json_cell`).
+            :func:`binary_cell` or a function of your own.
         fixed_columns: True when the first rows fix the columns of the file (a header, a
             schema): a field that appears later is left out, with one note naming a format
             that keeps every field. False when each row keeps its own fields.
@@ -156,7 +156,7 @@ class TableExport:
 
     formats: tuple[str, ...]
     open: Callable[[BinaryIO, TableOptions], TableWriter]
-    cell: Callable[[Any], Any] = json_cell
+    cell: Callable[[Any], Any]
     fixed_columns: bool = True
 
     def __post_init__(self) -> None:
