@@ -295,69 +295,103 @@ def _wait(name: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
         raise RuntimeError(f"{name} run failed ({proc.returncode}): {out.decode()[-3000:]}")
 
 
-def write_logdirs(faces: Path, integrations: Path, tmp: Path) -> None:
+class Logdirs:
     """Every run the suite opens, in two log directories.
 
     ``faces``: every kind and the demo. ``integrations``: the MindSpore face converted, a MindSpore
-    ``Model.train`` with tallyboard's SummaryCollector, Lightning, Hugging Face and Keras. Two, because TensorBoard's HPARAMS takes the columns of the first
-    ``add_hparams`` experiment it finds in a log directory and leaves every other run's cells
-    blank; Lightning and Hugging Face write no experiment (TensorBoard infers it from every run).
+    ``Model.train`` with tallyboard's SummaryCollector, Lightning, Hugging Face and Keras. Two, because
+    TensorBoard's HPARAMS takes the columns of the first ``add_hparams`` experiment it finds in a log
+    directory and leaves every other run's cells blank; Lightning and Hugging Face write no
+    experiment (TensorBoard infers it from every run).
+
+    The integrations' training runs start with the faces' and go on in the background while the
+    faces' tests run; the first test that needs them waits for them (``integrations_done``).
     """
-    procs = {
-        "keras": _start(KERAS, str(integrations / "keras")),
-        "hf": _start(HF, str(integrations / "hf"), str(tmp / "hf-out")),
-        "lightning": _start(LIGHTNING, str(integrations / "lightning")),
-        "mindspore": _start(
-            MINDSPORE, str(integrations / "mindspore_train"), file=tmp / "mindspore_train.py"
-        ),
-        "demo": subprocess.Popen(
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.faces = tmp / "faces"
+        self.integrations = tmp / "integrations"
+        self._pending = {
+            "keras": _start(KERAS, str(self.integrations / "keras")),
+            "hf": _start(HF, str(self.integrations / "hf"), str(tmp / "hf-out")),
+            "lightning": _start(LIGHTNING, str(self.integrations / "lightning")),
+            "mindspore": _start(
+                MINDSPORE,
+                str(self.integrations / "mindspore_train"),
+                file=tmp / "mindspore_train.py",
+            ),
+        }
+
+    def write_faces(self) -> None:
+        demo = subprocess.Popen(
             [
                 sys.executable,
                 str(ROOT / "examples/demo_train.py"),
                 "--log-dir",
-                str(faces / "demo"),
+                str(self.faces / "demo"),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-        ),
-    }
+        )
+        try:
+            _write_kinds(self.faces)
+            _wait("demo", demo, 300)
+        finally:
+            _end(demo)
+
+    def integrations_done(self) -> Path:
+        """The integrations' log directory once every run in it has been written."""
+        if self._pending:
+            try:
+                _write_mindspore(self.integrations, self.tmp)
+                for name, proc in list(self._pending.items()):
+                    _wait(name, proc, 300)
+                    del self._pending[name]
+            finally:
+                self.close()
+        return self.integrations
+
+    def close(self) -> None:
+        for proc in self._pending.values():
+            _end(proc)
+        self._pending.clear()
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def logdirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Logdirs]:
+    dirs = Logdirs(tmp_path_factory.mktemp("browser"))
     try:
-        _write_kinds(faces)
-        _write_mindspore(integrations, tmp)
-        for name, proc in procs.items():
-            _wait(name, proc, 300)
+        dirs.write_faces()
+        yield dirs
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        dirs.close()
 
 
 @pytest.fixture(scope="module")
-def logdirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    tmp = tmp_path_factory.mktemp("browser")
-    write_logdirs(tmp / "faces", tmp / "integrations", tmp)
-    return tmp / "faces", tmp / "integrations"
-
-
-@pytest.fixture(scope="module")
-def tb(logdirs: tuple[Path, Path]) -> Iterator[Any]:
+def tb(logdirs: Logdirs) -> Iterator[Any]:
     """TensorBoard over every kind and the demo."""
-    with tensorboard_server(logdirs[0]) as server:
+    with tensorboard_server(logdirs.faces) as server:
         wait_plugins_enabled(server, PLUGINS)
         yield server
 
 
 @pytest.fixture(scope="module")
-def tb_integrations(logdirs: tuple[Path, Path]) -> Iterator[Any]:
+def tb_integrations(logdirs: Logdirs) -> Iterator[Any]:
     """TensorBoard over the MindSpore, Lightning, Hugging Face and Keras runs."""
-    with tensorboard_server(logdirs[1]) as server:
+    with tensorboard_server(logdirs.integrations_done()) as server:
         wait_plugins_enabled(server, ["scalars", "graphs", "hparams", "histograms"])
         yield server
 
 
 @pytest.fixture(scope="module")
-def page(logdirs: tuple[Path, Path]) -> Iterator[Any]:
+def page(logdirs: Logdirs) -> Iterator[Any]:
     with open_page() as pg:
         yield pg
 
@@ -452,12 +486,12 @@ def _card_groups(page: Any) -> list[tuple[str, int, bool]]:
 
 
 def test_timeseries_demo_opens_on_its_loss_and_groups_its_charts(
-    page: Any, logdirs: tuple[Path, Path], tmp_path: Path
+    page: Any, logdirs: Logdirs, tmp_path: Path
 ) -> None:
     """TensorBoard over the demo alone opens the groups that sort first (its own rule: the
     first two): ``accuracy`` and ``loss``; the step-time statistics are one group; the MindSpore
     face's mirror draws in the writer's cards (its run in the loss and accuracy charts)."""
-    with tensorboard_server(logdirs[0] / "demo") as server:
+    with tensorboard_server(logdirs.faces / "demo") as server:
         wait_plugins_enabled(server, ["timeseries", "scalars"])
 
         def body() -> None:
