@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections import deque
 
 import jax
 import jax.numpy as jnp
@@ -156,12 +157,21 @@ def test_a_traced_value_is_refused_with_where_to_log_it(logdir):
 
 def test_pending_values_stay_within_the_bound(logdir, monkeypatch):
     monkeypatch.setattr(values, "MAX_PENDING_DEVICE_VALUES", 4)
+    monkeypatch.setattr(values, "_pending", deque())
     numbers = computing(*(jnp.float32(i) for i in range(20)))
     with SummaryWriter(logdir, max_queue=1000) as writer:
         for i, number in enumerate(numbers):
             writer.add_scalar("x", number, i)
             assert len(values._pending) == min(i + 1, 4)
     assert [e.value for e in load_run(logdir).Scalars("x")] == [float(i) for i in range(20)]
+
+
+def test_a_writer_that_writes_nothing_keeps_no_device_value(logdir):
+    (loss,) = computing(jnp.float32(0.5))
+    with SummaryWriter(logdir, write_to_disk=False) as writer:
+        writer.add_scalar("loss", loss, 0)
+        assert not loss.is_ready()  # checked, not waited for
+    assert all(p.done for p in values._pending)  # nothing left for the bound to wait for
 
 
 def test_a_sharded_array_reads_as_np_asarray(tmp_path):

@@ -288,30 +288,25 @@ MAX_PENDING_DEVICE_VALUES = 1024
 #: Copy each jax value still being computed into a new buffer on its device before the call
 #: returns, so that deleting or donating it afterwards (``x.delete()``, ``jax.jit(...,
 #: donate_argnums=...)``) loses nothing. ``False`` (the default) saves that dispatch, most of a
-#: call's cost while a step runs (0.1-0.3 ms, against some 0.03 ms for the rest of the call): a
+#: call's cost while a step runs (0.2-0.5 ms, against 0.03-0.1 ms for the rest of the call): a
 #: value deleted or donated before the writer has read it is then not written, and a later call
-#: raises :class:`DeviceValueLost` naming its tag and step. A value already computed is read in
-#: the call either way, so it is always safe.
+#: raises :class:`DeviceValueLost` naming its tag and step. A value already computed is copied
+#: to the host in the call either way (its payload is still made on the writer's side), so it
+#: is always safe.
 COPY_DEVICE_VALUES = False
 
 _pending: deque[Pending] = deque()
 
 
 def on_device(value: Any) -> bool:
-    """Whether ``value`` is a device value whose conversion would wait for the device: a
-    ``jax.Array`` still being computed (or a jax tracer; when jax is imported) or a torch tensor
-    on a CUDA device. A ``jax.Array`` already computed is not: converting it waits for nothing,
-    so it is read in the call (safe from a later ``delete()`` or donation). Cheap for anything
-    else (its type's module is looked at, nothing is imported)."""
+    """Whether ``value`` is a device value, one to hand to :func:`defer_device`: a
+    ``jax.Array`` (or a jax tracer, which it refuses; when jax is imported) or a torch tensor
+    on a CUDA device. Cheap for anything else (its type's module is looked at, nothing is
+    imported)."""
     module = type(value).__module__
     if module.startswith("jax"):
         jax = sys.modules.get("jax")
-        if jax is None:
-            return False
-        if isinstance(value, jax.core.Tracer):  # refused by defer_device with what to do
-            return True
-        # a deleted array raises jax's RuntimeError here, in the call
-        return isinstance(value, jax.Array) and not value.is_ready()
+        return jax is not None and isinstance(value, (jax.Array, jax.core.Tracer))
     if module.startswith("torch"):
         return getattr(value, "is_cuda", False) is True
     return False
@@ -346,6 +341,11 @@ class Pending:
         """Whether the payload has been made (or failed)."""
         return self._make is None
 
+    def drop(self) -> None:
+        """Forget the value unmade (a writer that writes nothing): it no longer counts as
+        pending, and its device buffer is let go."""
+        self._make = self._copy = None
+
     def result(self) -> Any:
         """The payload: made from the host copy on the first call, the same afterwards; the
         error of making it is raised by every call."""
@@ -375,6 +375,8 @@ class _HostCopy:
         if self._event is not None:  # torch CUDA: the non-blocking copy into pinned memory
             self._event.synchronize()
             return _from_torch(self.source)
+        if type(self.source) is np.ndarray:  # read in the call: the value was computed
+            return self.source
         try:
             return np.asarray(self.source)
         except RuntimeError as exc:
@@ -394,10 +396,11 @@ class _HostCopy:
 
 
 def _start_jax(values: list[Any], nbytes: list[int] | None = None) -> list[_HostCopy]:
-    """With :data:`COPY_DEVICE_VALUES`, copy ``values`` on their devices (one dispatch: the
-    copies outlive a later ``delete()`` or donation of the originals) and start each copy to
-    the host; without, keep a reference (the writer's side reads it). ``nbytes``: each value's
-    size when the caller knows it (every look at a jax value costs while a step runs)."""
+    """The host copies of jax ``values``: made now for a value already computed; for one still
+    being computed, a reference the writer's side reads (with :data:`COPY_DEVICE_VALUES`, a
+    copy on its device, made in one dispatch for all, that outlives a later ``delete()`` or
+    donation of the original). ``nbytes``: each value's size when the caller knows it (every
+    look at a jax value costs while a step runs)."""
     jax = sys.modules["jax"]
     tracer = jax.core.Tracer
     for value in values:
@@ -406,18 +409,26 @@ def _start_jax(values: list[Any], nbytes: list[int] | None = None) -> list[_Host
                 f"a traced jax value (shape {tuple(value.shape)}) cannot be logged inside jax.jit, grad "
                 "or vmap: return it from the transformed function and log it outside"
             )
-    if not COPY_DEVICE_VALUES:
-        # No copy_to_host_async either: on the CPU backend it cost the caller 0.09 ms while a
-        # step ran, and the writer's np.asarray does the same copy once the value is computed.
-        if nbytes is None:
-            nbytes = [int(v.size) * v.dtype.itemsize for v in values]
-        return list(map(_HostCopy, values, nbytes))
-    # A copy into a new buffer. device_put, not a jitted identity: on the CPU backend the
-    # identity's dispatch often waited for its still-running input (p90 1.5-9 ms a call).
-    out = []
-    for copy in jax.device_put(values, may_alias=False):
-        copy.copy_to_host_async()
-        out.append(_HostCopy(copy, int(copy.size) * copy.dtype.itemsize))
+    if nbytes is None:
+        nbytes = [int(v.size) * v.dtype.itemsize for v in values]
+    # A value already computed is read now (a copy on the host, waiting for nothing: safe from
+    # a later delete() or donation); one still being computed is kept by reference (no
+    # copy_to_host_async: on the CPU backend it cost the caller 0.09 ms while a step ran, and
+    # the writer's np.asarray makes the same copy once the value is computed) or, with
+    # COPY_DEVICE_VALUES, copied on its device first. A deleted value raises jax's error here.
+    ready = [v.is_ready() for v in values]
+    out = [
+        _HostCopy(np.array(v, copy=True) if done else v, n)
+        for v, n, done in zip(values, nbytes, ready)
+    ]
+    if COPY_DEVICE_VALUES and not all(ready):
+        # A copy into a new buffer. device_put, not a jitted identity: on the CPU backend the
+        # identity's dispatch often waited for its still-running input (p90 1.5-9 ms a call).
+        later = [i for i, done in enumerate(ready) if not done]
+        copies = jax.device_put([values[i] for i in later], may_alias=False)
+        for i, copy in zip(later, copies):
+            copy.copy_to_host_async()
+            out[i] = _HostCopy(copy, nbytes[i])
     return out
 
 

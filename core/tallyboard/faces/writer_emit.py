@@ -193,9 +193,14 @@ class ValueRoad:
         (``reduce=``) the value is materialised in the call.
         """
         payload.label = (tag, global_step)  # named if the value is lost (values.DeviceValueLost)
+        try:
+            _check_only(kind, tag, payload, global_step, walltime)
+        except BaseException:
+            payload.drop()  # refused: nothing is left pending
+            raise
         plan = self._plan
         if not plan.writes:
-            _check_only(kind, tag, payload, global_step, walltime)
+            payload.drop()
             return
         sync = self._rank_sync
         if plan.suffix or (sync is not None and type(tag) is str and sync.op_for(tag)):

@@ -112,14 +112,13 @@ class MetricWriter:
 
     def write_scalars(self, step: int, scalars: Mapping[str, Any]) -> None:
         """Write one number per metric for ``step``: a point of each metric's line in the
-        SCALARS tab. A jax array still being computed is read on the writer's side (the call
-        does not wait for it); one already computed is read in the call."""
+        SCALARS tab. A jax array is read on the writer's side: the call never waits for the
+        step that computes it."""
         step = _step(step)
         items = _mapping(scalars, "scalars")
         if self._wait:
             items = [(k, self._host(v)) for k, v in items]
         writer = self._writer
-        # Asked once per value: a value still computing now may be computed a moment later.
         devices = [on_device(v) for _, v in items]
         if True in devices:  # one call for all of them
             pendings = defer_floats(
@@ -134,7 +133,7 @@ class MetricWriter:
             if later:
                 emit_pending(writer or _Nowhere(), "scalar", key, pendings.pop(), step, None)
             else:
-                if type(value) is not float:  # a number, an array, a jax value computed
+                if type(value) is not float:  # a number, a NumPy array
                     value = to_float(value, f"scalars[{key!r}]")
                 if self._log:
                     self._info(step, "%s", _shown(key, value))
