@@ -8,6 +8,8 @@ the timeout is reported with how many runs it had loaded, and left out of the ta
 runs-100k s3-1k``):
 
 - ``file-1m``: one run, one file of 1,000,000 scalars (10 tags x 100,000 steps);
+- ``file-tf2-1m``: the same in tensor form (TF2's, torch's ``new_style``), so every record goes
+  through the scalar decoder (not in the default cases);
 - ``runs-1k``: 1,000 runs x 1,000 steps x 3 tags (1,000 files, 3,000,000 scalars);
 - ``runs-10k``: 10,000 runs x 100 steps x 3 tags (10,000 files, 3,000,000 scalars);
 - ``runs-100k``: 100,000 runs x 10 steps x 3 tags (100,000 files, 3,000,000 scalars);
@@ -137,13 +139,15 @@ def write_tree(root: str, runs: int, steps: int, tags: tuple[str, ...] = TAGS3) 
     return runs * steps * len(tags)
 
 
-def write_one_file(root: str, n: int) -> int:
+def write_one_file(root: str, n: int, new_style: bool = False) -> int:
+    """``n`` scalars of 10 tags in one file; ``new_style``: in tensor form (plugin ``scalars``,
+    as TF2 and torch's ``new_style=True`` write them), each read by the scalar decoder."""
     from tallyboard import SummaryWriter
 
     with SummaryWriter(root) as w:
         for step in range(n // 10):
             for k in range(10):
-                w.add_scalar(f"tag{k}", step * 0.001 + k, step)
+                w.add_scalar(f"tag{k}", step * 0.001 + k, step, new_style=new_style)
     return n // 10 * 10
 
 
@@ -582,6 +586,8 @@ def run_case(case: str, repeats: int, slow_repeats: int, skip: set[str]) -> None
         runs = steps = 0
         if case == "file-1m":
             expected, series, last = write_one_file(root, 1_000_000), 10, 99_999
+        elif case == "file-tf2-1m":
+            expected, series, last = write_one_file(root, 1_000_000, new_style=True), 10, 99_999
         elif case in ("runs-1k", "s3-1k"):
             runs, steps = 1000, 1000
         elif case == "runs-10k":

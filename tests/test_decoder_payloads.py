@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import io
 import json
+import math
+import warnings
 import wave
 from pathlib import Path
 from typing import Any
@@ -201,3 +203,82 @@ def test_a_mindspore_histogram_keeps_its_counts_of_no_finite_value_through_conve
     ((_, tag, _, h),) = msr.values(again)
     assert tag == "out"
     assert (h.nan_count, h.pos_inf_count, h.neg_inf_count, h.count) == (1, 1, 1, 5)
+
+
+def _scalar_records(path: Path) -> None:
+    """Tensor-form scalars (float, double, TF2's content) among plain ones, with the values
+    and steps that test a byte template: NaN, infinities, -0.0, negative and large steps,
+    a tag whose metadata comes later, and a tag that is once no scalar."""
+    from tensorboard.plugins.text import metadata as text_meta
+
+    scalars = scalar_metadata.create_summary_metadata("", "")
+    numbers = [0.0, -0.0, 1.5, float("nan"), float("inf"), -float("inf"), 3e38, 1e-40]
+    values = []
+    for i in range(400):
+        x = numbers[i % len(numbers)] if i % 3 else i * 0.25
+        step = [i, -i, 2**40 + i][i % 3]
+        values.append((step, "f32", scalars, np.float32(x)))
+        values.append((step, "f64", scalars if i == 0 else None, np.float64(x)))
+        values.append((step, "plain", None, x))
+        if i == 200:  # the plain tag gets metadata of a plugin no kind decodes
+            values.append((step, "plain", summary_pb2.SummaryMetadata(
+                plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="nobody")
+            ), x))  # fmt: skip
+        if i == 300:
+            values.append(
+                (step, "f32", text_meta.create_summary_metadata("", ""), np.array([b"t"]))
+            )
+    from tallyboard.records.framing import frame
+    from tensorboard.compat.proto import event_pb2
+
+    frames = []  # as TensorFlow writes them: wall_time, step, summary, in field order
+    for k, (step, tag, meta, x) in enumerate(values):
+        if type(x) is float:
+            value = summary_pb2.Summary.Value(tag=tag, simple_value=x, metadata=meta)
+        else:
+            value = summary_pb2.Summary.Value(
+                tag=tag, metadata=meta, tensor=tensor_util.make_tensor_proto(x)
+            )
+        event = event_pb2.Event(
+            wall_time=1e9 + k, step=step, summary=summary_pb2.Summary(value=[value])
+        )
+        frames.append(frame(event.SerializeToString()))
+    (path / "events.out.tfevents.1.tf2").write_bytes(b"".join(frames))
+
+
+def test_scalar_records_read_by_template_match_those_decoded_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tallyboard_tfevents import reader
+
+    _scalar_records(tmp_path)
+    read_by_template = []
+    templated_fn = reader.EventFileReader._templated
+
+    def counted(self: Any, payload: bytes, batch: Any) -> bool:
+        read_by_template.append(templated_fn(self, payload, batch))
+        return read_by_template[-1]
+
+    monkeypatch.setattr(reader.EventFileReader, "_templated", counted)
+    templated = read(str(tmp_path), workers=1)
+    assert sum(read_by_template) > 790  # the tensor-form ones (plain ones are read in bulk)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = read(str(tmp_path), kind="text")
+    monkeypatch.setattr(reader, "_MAX_TEMPLATES", 0)  # every record decoded by protobuf
+    one_by_one = read(str(tmp_path), workers=1)
+    assert len(templated) == 400 * 3 + 1  # the text value is no scalar
+    assert text["tag"].tolist() == ["f32"]
+    cols = ["tag", "step", "wall_time"]
+    assert templated[cols].values.tolist() == one_by_one[cols].values.tolist()
+    assert np.array_equal(templated["value"], one_by_one["value"], equal_nan=True)
+    assert [math.copysign(1, v) for v in templated["value"][:6]] == [
+        math.copysign(1, v) for v in one_by_one["value"][:6]
+    ]
+    acc = load_run(tmp_path)
+    for tag in ("f32", "f64"):
+        events = [e for e in acc.Tensors(tag) if e.tensor_proto.dtype != 7]  # not the text
+        want = [(e.step, float(tensor_util.make_ndarray(e.tensor_proto))) for e in events]
+        got = templated[templated.tag == tag][["step", "value"]].values.tolist()
+        assert len(got) == len(want) == 400
+        assert np.array_equal(np.array(got), np.array(want), equal_nan=True)

@@ -61,6 +61,84 @@ _HEADS: dict[bytes, int] = {}
 #: Summary.Value payload fields besides simple_value (a proto3 float without presence).
 #: Event fields that hold no value of the run (the file's header, its writer).
 _NOT_VALUES = (None, "file_version")
+#: templates of scalar records one reader keeps at most (a tag and layout each).
+_MAX_TEMPLATES = 4096
+_F32, _F64 = struct.Struct("<f"), struct.Struct("<d")
+_unpack_d = _F64.unpack_from
+#: a template's value read with the metadata the record holds itself.
+_OWN = object()
+
+
+def _value_format(value: Any) -> struct.Struct | None:
+    """How the number of a scalar ``Summary.Value`` stands in its bytes: float32 (a
+    ``simple_value``, a ``DT_FLOAT`` tensor), float64 (``DT_DOUBLE``); None otherwise."""
+    which = value.WhichOneof("value")
+    if which == "simple_value":
+        return _F32
+    if which == "tensor":
+        return {1: _F32, 2: _F64}.get(value.tensor.dtype)
+    return None
+
+
+class _Template:
+    """A scalar record's summary after its value's bytes (``suffix``; the value at
+    ``offset``, read by ``unpack``), its tag, the tag's remembered metadata it was read with
+    (``_OWN``: it had its own) and the kind that then took the tag."""
+
+    __slots__ = ("suffix", "offset", "unpack", "tag", "metadata", "kind")
+
+    def __init__(
+        self,
+        suffix: bytes,
+        offset: int,
+        unpack: Callable[..., tuple[Any, ...]],
+        tag: str,
+        metadata: Any,
+        kind: str | None,
+    ) -> None:
+        self.suffix, self.offset, self.unpack = suffix, offset, unpack
+        self.tag, self.metadata, self.kind = tag, metadata, kind
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    """The varint at ``data[i]`` and the index after it (ValueError past the end)."""
+    result = shift = 0
+    while True:
+        b = data[i]
+        i += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, i
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def _summary_at(payload: bytes) -> tuple[int, int] | None:
+    """Where the summary of an ``Event`` laid out as ``09 <wall> [10 <step>] 2a <len>
+    <summary>`` begins, the summary ending the record, and the step (an int64, 0 when there is
+    none); None for another layout."""
+    try:
+        i, step = 9, 0
+        if payload[9] == 0x10:
+            step, i = _varint(payload, 10)
+            if step >= 1 << 63:
+                step -= 1 << 64
+        if payload[i] != 0x2A:
+            return None
+        n, j = _varint(payload, i + 1)
+    except (IndexError, ValueError):
+        return None
+    return (j, step) if j + n == len(payload) else None
+
+
+@functools.cache
+def _Event() -> Any:
+    from .proto import Event
+
+    return Event
+
+
 #: Event payloads after their wall time (``payload[9:]``) known to hold no value (a file's
 #: header: file_version, source metadata): such a record is skipped without parsing it.
 _NO_VALUE: set[bytes] = set()
@@ -138,6 +216,12 @@ class EventFileReader(ChunkedFileReader):
         self._metadata: dict[str, Any] = {}
         #: scalar tags whose first value carrying metadata went to ``batch.scalar_heads``.
         self._headed: set[str] = set()
+        #: summary length -> the value's offset in it -> the summary's bytes before the value
+        #: -> a scalar record read one by one, as a template (:class:`_Template`): a record
+        #: whose summary is one of them but for the value's bytes is read from its bytes (a
+        #: scalar in tensor form: TF2's, torch's new_style).
+        self._templates: dict[int, dict[int, dict[bytes, _Template]]] = {}
+        self._n_templates = 0
 
     #: Keep TensorBoard's summaries as the file holds them (``Batch.summaries`` and
     #: ``Batch.scalar_heads``) instead of decoded rows: set by a consumer that shows them as
@@ -523,15 +607,16 @@ class EventFileReader(ChunkedFileReader):
         return out, pos
 
     def _slow(self, payload: bytes, pos: int, batch: Batch) -> None:
-        from .proto import Event
-
         headed = payload[:1] == b"\x09"  # the wall time first, as every writer puts it
         if self.offset + pos == 0:  # the file's first event: the run's start, as TensorBoard's
             batch.start_time = _first_wall(payload)
         if headed and payload[9:] in _NO_VALUE:
             return
+        templated = headed and self._templates and not self.keep_summaries
+        if templated and self._templated(payload, batch):
+            return
         try:
-            event = Event.FromString(payload)
+            event = _Event().FromString(payload)
         except Exception as exc:  # protobuf raises DecodeError; anything unparsable is reported
             warn_corrupt(self.path, self.offset + pos, f"unparsable Event ({exc}); record skipped")
             return
@@ -540,6 +625,13 @@ class EventFileReader(ChunkedFileReader):
         if what == "summary":
             values = event.summary.value
             keep = self.keep_summaries
+            if headed and not keep and len(values) == 1:  # may serve as a template
+                value, had = values[0], len(batch.values)
+                own = value.HasField("metadata")
+                self._value(value, step, wall, pos, batch)
+                if len(batch.values) == had + 1:
+                    self._template(payload, value, own, batch.values[-1])
+                return
             for value in values:
                 if keep:  # as the file holds it: before the tag's metadata is given back
                     if len(values) == 1:
@@ -568,6 +660,58 @@ class EventFileReader(ChunkedFileReader):
         elif decoded is None:
             tag = event.tagged_run_metadata.tag if what == "tagged_run_metadata" else what
             _count(batch, str(what), tag)
+
+    def _template(self, payload: bytes, value: Any, own: bool, number: float) -> None:
+        """Keep a record just read as one scalar, ``number``, as a template of the records
+        that differ from it only in the value's bytes (wall time and step aside): a
+        ``simple_value`` or a float or double tensor, whose value's bytes stand once in the
+        summary. Such a record decodes as this one did while the tag's remembered metadata
+        (given to a record without its own) and kind are what they were."""
+        fmt = _value_format(value)
+        where = _summary_at(payload)
+        if fmt is None or where is None or self._n_templates >= _MAX_TEMPLATES:
+            return
+        summary = payload[where[0] :]
+        try:
+            pattern = fmt.pack(number)
+        except (OverflowError, struct.error):
+            return
+        found = summary.find(pattern)
+        if found < 0 or found != summary.rfind(pattern):
+            return  # not there as packed (a NaN's bits), or there twice: no template
+        tag = value.tag
+        template = _Template(
+            summary[found + fmt.size :],
+            found,
+            fmt.unpack_from,
+            tag,
+            _OWN if own else self._metadata.get(tag),
+            self._kind_of_tag.get(tag),
+        )
+        by_offset = self._templates.setdefault(len(summary), {})
+        by_offset.setdefault(found, {})[summary[:found]] = template
+        self._n_templates += 1
+
+    def _templated(self, payload: bytes, batch: Batch) -> bool:
+        """Read ``payload`` by a template (:meth:`_template`) when one fits: True when read."""
+        where = _summary_at(payload)
+        if where is None:
+            return False
+        at, step = where
+        for offset, by_prefix in self._templates.get(len(payload) - at, {}).items():
+            t = by_prefix.get(payload[at : at + offset])
+            if (
+                t is not None
+                and payload.endswith(t.suffix)
+                and (t.metadata is _OWN or self._metadata.get(t.tag) is t.metadata)
+                and self._kind_of_tag.get(t.tag) == t.kind
+            ):
+                batch.tags.append(t.tag)
+                batch.steps.append(step)
+                batch.wall_times.append(_unpack_d(payload, 1)[0])
+                batch.values.append(t.unpack(payload, at + offset)[0])
+                return True
+        return False
 
     def _value(
         self,
