@@ -252,10 +252,12 @@ def board(
     log: Path | None = None,
 ) -> Iterator[Board]:
     """``tallyboard board LOGDIR`` on a free port until TensorBoard lists runs; stopped with
-    SIGINT (Ctrl-C) on exit. Its stderr goes to ``log`` (a temporary file by default)."""
+    SIGINT (Ctrl-C) on exit. Its stderr goes to ``log`` (a temporary file by default, removed
+    on exit)."""
     import tempfile
 
     port = free_port()
+    own_log = log is None
     if log is None:
         log = Path(tempfile.mkstemp(prefix="board-", suffix=".log")[1])
     with open(log, "wb") as err:
@@ -288,6 +290,8 @@ def board(
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 stop_process_group(proc, 10)
+        if own_log:
+            log.unlink(missing_ok=True)
 
 
 def wait_until(predicate: Any, timeout: float, what: str, every: float = 0.1) -> Any:
