@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import io
 import wave
-from typing import Any
 
 from .convert import AudioPayload
+from .encoded import WAV, EncodedAudio
 
 
-def encode_wav(payload: AudioPayload | Any) -> bytes:
+def encode_wav(payload: AudioPayload | EncodedAudio) -> bytes:
     """The payload as a WAV file: 44 header bytes + 2 bytes per sample per channel. A WAV read
     back (:class:`~tallyboard_audio.encoded.EncodedAudio` of ``audio/wav``) is its own bytes."""
-    if getattr(payload, "content_type", None) == "audio/wav":
-        return payload.data  # type: ignore[no-any-return]
+    if isinstance(payload, EncodedAudio) and payload.content_type == WAV:
+        return payload.data
     out = io.BytesIO()
     with wave.open(out, "wb") as wav:
         wav.setnchannels(payload.num_channels)

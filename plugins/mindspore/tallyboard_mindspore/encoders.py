@@ -178,11 +178,12 @@ def bucketed_histogram_proto(payload: Any) -> bytes:
         # empty): a bucket from the minimum, so MindSpore's counts still add up to ``num``
         left = min(float(payload.min), float(limits[0]))
         buckets.insert(0, (left, float(limits[0]) - left, int(counts[0])))
-    counts_not_finite = (  # a histogram read from a MindSpore file keeps MindSpore's counts
-        getattr(payload, name, 0) for name in ("nan_count", "pos_inf_count", "neg_inf_count")
+    # a histogram read from a MindSpore file (MindSporeHistogram) keeps MindSpore's counts
+    nan, pos, neg = (
+        getattr(payload, n, 0) for n in ("nan_count", "pos_inf_count", "neg_inf_count")
     )
     return wire.histogram_proto(
-        buckets, *counts_not_finite, (payload.max, payload.min, payload.sum), int(payload.num)
+        buckets, nan, pos, neg, (payload.max, payload.min, payload.sum), int(payload.num)
     )
 
 
