@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mlflow_support import local_store
 from tallyboard import SummaryWriter
 from tallyboard.warn import SinkWarning
 
@@ -33,6 +34,7 @@ def test_tags_and_params_are_those_mlflow_start_run_and_log_params_give(tmp_path
     import mlflow
 
     log_dir = tmp_path / "exp" / "run"
+    local_store(log_dir)
     hparams = {"layers": 3, "lr": 0.1, "decay": 0.0, "amp": True, "opt": "adam", "big": 2**40}
     with SummaryWriter(log_dir, sinks=["tfevents", "mlflow"]) as w:
         w.add_hparams(hparams, {"loss": None}, own_run=True)
@@ -71,6 +73,7 @@ def test_a_run_ends_failed_when_the_process_ends_with_an_exception(
     }[how]
     code = "import sys\nfrom tallyboard import SummaryWriter\nd = sys.argv[1]\n" + body
     log_dir = tmp_path / "exp" / "run"
+    local_store(log_dir)
     done = subprocess.run(
         [sys.executable, "-c", code, str(log_dir)], capture_output=True, text=True, timeout=300
     )

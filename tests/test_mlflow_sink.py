@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import load_run
-from mlflow_support import mlflow_server
+from mlflow_support import local_store, migrated_store, mlflow_server
 from tallyboard import SummaryWriter
 
 
@@ -96,6 +96,7 @@ def test_reopened_writer_continues_its_run_and_params_attach_with_own_run(
 ) -> None:
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "tuning")
     log_dir = tmp_path / "exp" / "run1"
+    local_store(log_dir)  # a store: test_local_store_... checks the sink makes one
     w = SummaryWriter(log_dir, sinks=["mlflow"])
     w.add_hparams({"lr": 0.01, "layers": 2}, {"loss": None}, own_run=True)
     w.add_scalar("loss", 3.0, 0)
@@ -116,6 +117,7 @@ def test_sibling_writers_share_one_sqlite_store_given_by_uri(
 
     monkeypatch.chdir(tmp_path)
     store = "mlflow+sqlite:///runs/keras/mlflow.db"  # relative: resolved from the working dir
+    migrated_store(tmp_path / "runs" / "keras" / "mlflow.db")
     train = SummaryWriter("runs/keras/train", sinks=[store])
     val = SummaryWriter("runs/keras/validation", sinks=[store])
     for epoch in range(3):
@@ -145,6 +147,7 @@ def test_values_still_queued_at_interpreter_exit_reach_mlflow(tmp_path: Path) ->
         "    w.add_scalar('x', float(i), i)\n"  # no flush, no close
     )
     log_dir = tmp_path / "exp" / "run"
+    local_store(log_dir)
     done = subprocess.run(
         [sys.executable, "-c", code, str(log_dir)], capture_output=True, text=True, timeout=120
     )
@@ -157,6 +160,7 @@ def test_values_still_queued_at_interpreter_exit_reach_mlflow(tmp_path: Path) ->
 
 def test_failed_logging_is_raised_by_flush_and_loses_no_other_kind(tmp_path: Path) -> None:
     log_dir = tmp_path / "exp" / "run"
+    local_store(log_dir)
     w = SummaryWriter(log_dir, sinks=["mlflow"])
     w.add_hparams({"lr": 0.1}, {}, own_run=True)
     w.flush()
@@ -180,6 +184,7 @@ def test_mlflow_sink_refuses_a_remote_log_dir_without_a_tracking_uri() -> None:
 
 
 def test_two_writers_cannot_share_one_run(tmp_path: Path) -> None:
+    local_store(tmp_path / "r")
     with (
         SummaryWriter(tmp_path / "r", sinks=["mlflow"]),
         pytest.raises(ValueError, match="another writer already logs"),
