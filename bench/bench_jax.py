@@ -18,7 +18,8 @@ Tables:
    both see the same machine load), PAIRS pairs per writer; the speed ratio (silent time /
    logging time, >= 0.95 is the goal) of each pair, its mean, median and 10th percentile (the
    tail), and of the whole (the writer's flush() after each logging stretch and its close()
-   charged to the logging side);
+   charged to the logging side); a row "none (A/A)" logs nothing on either side, so its
+   spread is the machine's noise;
 3. images (64x64x3 floats) and histograms (100,000 values) of jax arrays, per call and end to
    end including close().
 
@@ -87,6 +88,23 @@ class XWriter:
 
     def close(self) -> None:
         self._w.close()
+
+
+class NoWriter:
+    """Logs nothing: the loop table's A/A row, the ratio's spread on this machine when both
+    sides do the same work."""
+
+    def __init__(self, logdir: str) -> None:
+        pass
+
+    def write_scalars(self, step: int, scalars: dict) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def mlp():
@@ -263,6 +281,7 @@ def main() -> None:
 
 
 def loop_table(table: dict, step: Any, params: Any) -> None:
+    table = {**table, "none (A/A)": (NoWriter, lambda v: v)}
     print("\n## loop logging loss and accuracy every step vs the same loop logging nothing")
     print(
         f"{PAIRS} pairs of {CHUNK}-step stretches per writer; ratio = silent / logging time"

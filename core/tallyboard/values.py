@@ -403,32 +403,32 @@ def _start_jax(values: list[Any], nbytes: list[int] | None = None) -> list[_Host
     look at a jax value costs while a step runs)."""
     jax = sys.modules["jax"]
     tracer = jax.core.Tracer
-    for value in values:
-        if isinstance(value, tracer):
-            raise TypeError(
-                f"a traced jax value (shape {tuple(value.shape)}) cannot be logged inside jax.jit, grad "
-                "or vmap: return it from the transformed function and log it outside"
-            )
-    if nbytes is None:
-        nbytes = [int(v.size) * v.dtype.itemsize for v in values]
     # A value already computed is read now (a copy on the host, waiting for nothing: safe from
     # a later delete() or donation); one still being computed is kept by reference (no
     # copy_to_host_async: on the CPU backend it cost the caller 0.09 ms while a step ran, and
     # the writer's np.asarray makes the same copy once the value is computed) or, with
     # COPY_DEVICE_VALUES, copied on its device first. A deleted value raises jax's error here.
-    ready = [v.is_ready() for v in values]
-    out = [
-        _HostCopy(np.array(v, copy=True) if done else v, n)
-        for v, n, done in zip(values, nbytes, ready)
-    ]
-    if COPY_DEVICE_VALUES and not all(ready):
+    out = []
+    later = []
+    for i, value in enumerate(values):
+        if isinstance(value, tracer):
+            raise TypeError(
+                f"a traced jax value (shape {tuple(value.shape)}) cannot be logged inside jax.jit, grad "
+                "or vmap: return it from the transformed function and log it outside"
+            )
+        n = int(value.size) * value.dtype.itemsize if nbytes is None else nbytes[i]
+        if value.is_ready():
+            out.append(_HostCopy(np.array(value, copy=True), n))
+        else:
+            out.append(_HostCopy(value, n))
+            later.append(i)
+    if later and COPY_DEVICE_VALUES:
         # A copy into a new buffer. device_put, not a jitted identity: on the CPU backend the
         # identity's dispatch often waited for its still-running input (p90 1.5-9 ms a call).
-        later = [i for i, done in enumerate(ready) if not done]
         copies = jax.device_put([values[i] for i in later], may_alias=False)
         for i, copy in zip(later, copies):
             copy.copy_to_host_async()
-            out[i] = _HostCopy(copy, nbytes[i])
+            out[i] = _HostCopy(copy, out[i].nbytes)
     return out
 
 
@@ -472,10 +472,10 @@ def _defer(
     makes: Sequence[Callable[[np.ndarray], Any]], values: Sequence[Any], nbytes: list[int] | None
 ) -> list[Pending]:
     """:func:`defer_device` with one ``make`` per value (and, when known, their sizes)."""
-    jax_values = [v for v in values if not type(v).__module__.startswith("torch")]
-    if len(jax_values) == len(values):  # the common case: jax values only
-        out = list(map(Pending, makes, _start_jax(jax_values, nbytes)))
+    if nbytes is not None:  # jax values only (defer_floats knows): the common case
+        out = list(map(Pending, makes, _start_jax(values, nbytes)))
     else:
+        jax_values = [v for v in values if not type(v).__module__.startswith("torch")]
         jax_copies = iter(_start_jax(jax_values)) if jax_values else iter(())
         out = []
         for value, maker in zip(values, makes, strict=True):

@@ -193,11 +193,20 @@ class ValueRoad:
         (``reduce=``) the value is materialised in the call.
         """
         payload.label = (tag, global_step)  # named if the value is lost (values.DeviceValueLost)
-        try:
-            _check_only(kind, tag, payload, global_step, walltime)
-        except BaseException:
-            payload.drop()  # refused: nothing is left pending
-            raise
+        if not (
+            type(tag) is str
+            and tag in _valid_tags
+            and walltime is None
+            and (
+                global_step is None
+                or (type(global_step) is int and _INT64_MIN <= global_step <= _INT64_MAX)
+            )
+        ):
+            try:
+                _check_only(kind, tag, payload, global_step, walltime)
+            except BaseException:
+                payload.drop()  # refused: nothing is left pending
+                raise
         plan = self._plan
         if not plan.writes:
             payload.drop()

@@ -7,7 +7,7 @@ Two faces JAX code already calls, each one import line away from its original:
 - ``from tallyboard_jax.tensorboard import SummaryWriter`` for
   ``from flax.metrics.tensorboard import SummaryWriter``.
 
-A ``jax.Array`` passed to either is not waited for: the call starts its copy to the host and
+A ``jax.Array`` passed to either is not waited for: the call keeps one still being computed and
 returns, and tallyboard's writer thread reads it (:func:`tallyboard.values.defer_device`).
 Neither face imports jax, flax or CLU: they work on NumPy values alone, and look jax up only
 once the caller's code has imported it. Importing tallyboard never imports this package (it

@@ -21,7 +21,6 @@ from tallyboard.values import (
     check_step,
     check_text,
     defer_floats,
-    emit_pending,
     on_device,
     to_float,
 )
@@ -119,31 +118,29 @@ class MetricWriter:
         if self._wait:
             items = [(k, self._host(v)) for k, v in items]
         writer = self._writer
-        devices = [on_device(v) for _, v in items]
-        if True in devices:  # one call for all of them
+        devices = [(k, v) for k, v in items if on_device(v)]
+        if devices:  # one call for all of them
+            log = self._log
             pendings = defer_floats(
-                [
-                    (v, f"scalars[{k!r}]", self._logged(step, k))
-                    for (k, v), later in zip(items, devices)
-                    if later
-                ]
+                [(v, f"scalars[{k!r}]", self._logged(step, k) if log else None) for k, v in devices]
             )
-            pendings.reverse()
-        for (key, value), later in zip(items, devices):
-            if later:
-                emit_pending(writer or _Nowhere(), "scalar", key, pendings.pop(), step, None)
-            else:
-                if type(value) is not float:  # a number, a NumPy array
-                    value = to_float(value, f"scalars[{key!r}]")
-                if self._log:
-                    self._info(step, "%s", _shown(key, value))
-                if writer is not None:
-                    writer.add_scalar(key, value, step)
+            emit = (writer or _Nowhere()).emit_deferred
+            for (key, _), pending in zip(devices, pendings):
+                emit("scalar", key, pending, step, None)
+            if len(devices) == len(items):
+                return
+        for key, value in items:
+            if on_device(value):
+                continue
+            if type(value) is not float:  # a number, a NumPy array
+                value = to_float(value, f"scalars[{key!r}]")
+            if self._log:
+                self._info(step, "%s", _shown(key, value))
+            if writer is not None:
+                writer.add_scalar(key, value, step)
 
     def _logged(self, step: int | None, key: str) -> Any:
-        """``wrap`` for a device scalar: logs it once read (when logging), returns it as is."""
-        if not self._log:
-            return None
+        """``wrap`` for a device scalar: logs it once read, returns it as is."""
 
         def wrap(number: float) -> float:
             self._info(step, "%s", _shown(key, number))
@@ -370,10 +367,10 @@ def _step(step: Any) -> int:
 
 def _mapping(values: Any, arg: str) -> list[tuple[str, Any]]:
     """The ``(key, value)`` pairs of a Mapping whose keys are str, else TypeError naming ``arg``."""
-    if not isinstance(values, Mapping):
+    if type(values) is not dict and not isinstance(values, Mapping):
         raise TypeError(f"{arg} must be a mapping from name to value, got {type(values).__name__}")
     for key in values:
-        if not isinstance(key, str):
+        if type(key) is not str and not isinstance(key, str):
             raise TypeError(f"{arg} keys must be str, got {type(key).__name__}: {key!r}")
     return list(values.items())
 

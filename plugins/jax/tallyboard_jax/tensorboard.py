@@ -25,7 +25,7 @@ class SummaryWriter:
     """Flax's ``SummaryWriter``: the same constructor and methods, the same files for
     TensorBoard (scalars as float32 tensors, TensorFlow's histograms), no TensorFlow.
 
-    A jax array is never waited for: the call starts its copy to the host and returns.
+    A jax array is never waited for: one still being computed is read on the writer's side.
 
     Args:
         log_dir: The run's directory (created if missing; a path or fsspec URL).
