@@ -11,7 +11,7 @@ from typing import Any
 from tallyboard.plugin.kinds import PAYLOAD_KEY
 from tallyboard.plugin.readers import Batch
 from tallyboard.plugin.tables import TableExport, TableWriter
-from tallyboard.reading.runs import matcher, names_or_globs
+from tallyboard.reading.select import matcher, names_or_globs
 
 SCALAR_COLUMNS = ("run", "tag", "step", "wall_time", "value")
 SCALAR_TYPES = (str, str, int, float, float)

@@ -23,7 +23,7 @@ from tallyboard.reading.opener import Opener
 from tallyboard.reading.select import FormatChoice, matcher, names_or_globs
 from tallyboard.reading.tree import LocalTree, Share
 
-__all__ = ["RunReader", "matcher", "names_or_globs"]
+__all__ = ["RunReader"]
 
 
 class RunReader:
