@@ -296,6 +296,7 @@ MAX_PENDING_DEVICE_VALUES = 1024
 COPY_DEVICE_VALUES = False
 
 _pending: deque[Pending] = deque()
+_jax_types: set[type] = set()  # types found to be jax arrays or tracers
 
 
 def on_device(value: Any) -> bool:
@@ -303,10 +304,16 @@ def on_device(value: Any) -> bool:
     ``jax.Array`` (or a jax tracer, which it refuses; when jax is imported) or a torch tensor
     on a CUDA device. Cheap for anything else (its type's module is looked at, nothing is
     imported)."""
-    module = type(value).__module__
+    tp = type(value)
+    if tp in _jax_types:  # a type seen before (isinstance of jax.Array, an ABC, costs 2 us)
+        return True
+    module = tp.__module__
     if module.startswith("jax"):
         jax = sys.modules.get("jax")
-        return jax is not None and isinstance(value, (jax.Array, jax.core.Tracer))
+        found = jax is not None and isinstance(value, (jax.Array, jax.core.Tracer))
+        if found and len(_jax_types) < 64:
+            _jax_types.add(tp)
+        return found
     if module.startswith("torch"):
         return getattr(value, "is_cuda", False) is True
     return False
