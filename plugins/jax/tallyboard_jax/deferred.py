@@ -97,9 +97,11 @@ def tf_histogram(values: Any, buckets: int | None) -> tuple[Any, ...]:
     else:
         counts, edges = np.histogram(arr, bins=count, range=(low, high))  # in arr's dtype
     arr = arr.astype(np.float64)
+    # einsum, not np.dot: BLAS's threads, woken for a dot of 100,000 values on a busy machine,
+    # took 3-18 ms where einsum takes 0.07 ms
     return (
         float(edges[0]), float(edges[-1]), int(arr.size), float(arr.sum()),
-        float(np.dot(arr, arr)), edges[1:].tolist(), counts.tolist(),
+        float(np.einsum("i,i->", arr, arr)), edges[1:].tolist(), counts.tolist(),
     )  # fmt: skip
 
 
