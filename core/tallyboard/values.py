@@ -402,7 +402,7 @@ class _HostCopy:
             raise DeviceValueLost(message) from exc
 
 
-def _start_jax(values: list[Any], nbytes: list[int] | None = None) -> list[_HostCopy]:
+def _start_jax(values: Sequence[Any], nbytes: list[int] | None = None) -> list[_HostCopy]:
     """The host copies of jax ``values``: made now for a value already computed; for one still
     being computed, a reference the writer's side reads (with :data:`COPY_DEVICE_VALUES`, a
     copy on its device, made in one dispatch for all, that outlives a later ``delete()`` or
