@@ -209,9 +209,18 @@ def _scalar_records(path: Path) -> None:
     """Tensor-form scalars (float, double, TF2's content) among plain ones, with the values
     and steps that test a byte template: NaN, infinities, -0.0, negative and large steps,
     a tag whose metadata comes later, and a tag that is once no scalar."""
+    from google.protobuf import struct_pb2
+    from tensorboard.plugins.hparams import plugin_data_pb2
     from tensorboard.plugins.text import metadata as text_meta
 
     scalars = scalar_metadata.create_summary_metadata("", "")
+    start = plugin_data_pb2.SessionStartInfo(hparams={"lr": struct_pb2.Value(number_value=0.1)})
+    hparams = summary_pb2.SummaryMetadata(
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(
+            plugin_name="hparams",
+            content=plugin_data_pb2.HParamsPluginData(session_start_info=start).SerializeToString(),
+        )
+    )
     numbers = [0.0, -0.0, 1.5, float("nan"), float("inf"), -float("inf"), 3e38, 1e-40]
     values = []
     for i in range(400):
@@ -228,6 +237,9 @@ def _scalar_records(path: Path) -> None:
             values.append(
                 (step, "f32", text_meta.create_summary_metadata("", ""), np.array([b"t"]))
             )
+        # a negative step: decoded one by one; from the 250th on, the tag's remembered metadata
+        # is the hparams plugin's, so its values are no scalars (as TF1's metadata rule says)
+        values.append((-(i + 1), "neg", hparams if i == 250 else None, float(i)))
     from tallyboard.records.framing import frame
     from tensorboard.compat.proto import event_pb2
 
@@ -262,19 +274,34 @@ def test_scalar_records_read_by_template_match_those_decoded_one_by_one(
     monkeypatch.setattr(reader.EventFileReader, "_templated", counted)
     templated = read(str(tmp_path), workers=1)
     assert sum(read_by_template) > 790  # the tensor-form ones (plain ones are read in bulk)
+    read_at_once = []  # a chunk's records matched to the templates of the chunks before it
+    by_templates = reader.EventFileReader._by_templates
+
+    def counted_at_once(self: Any, *args: Any) -> Any:
+        fast, names, cols = by_templates(self, *args)
+        read_at_once.append(int(fast.sum() - args[4].sum()))
+        return fast, names, cols
+
+    monkeypatch.setattr(reader.EventFileReader, "_by_templates", counted_at_once)
+    monkeypatch.setattr(reader.EventFileReader, "chunk_size", 4096)
+    chunked = read(str(tmp_path), workers=1)
+    assert sum(read_at_once) > 500
+    monkeypatch.undo()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         text = read(str(tmp_path), kind="text")
     monkeypatch.setattr(reader, "_MAX_TEMPLATES", 0)  # every record decoded by protobuf
     one_by_one = read(str(tmp_path), workers=1)
-    assert len(templated) == 400 * 3 + 1  # the text value is no scalar
+    # f32's text value is no scalar, plain's extra value is one, neg's from the 250th are hparams
+    assert len(templated) == 400 * 3 + 1 + 250
+    assert len(read(str(tmp_path), kind="hparams")) == 1  # one run, its hparams
     assert text["tag"].tolist() == ["f32"]
     cols = ["tag", "step", "wall_time"]
-    assert templated[cols].values.tolist() == one_by_one[cols].values.tolist()
-    assert np.array_equal(templated["value"], one_by_one["value"], equal_nan=True)
-    assert [math.copysign(1, v) for v in templated["value"][:6]] == [
-        math.copysign(1, v) for v in one_by_one["value"][:6]
-    ]
+    for got in (templated, chunked):
+        assert got[cols].values.tolist() == one_by_one[cols].values.tolist()
+        assert np.array_equal(got["value"], one_by_one["value"], equal_nan=True)
+        signs = [math.copysign(1, v) for v in got["value"]]
+        assert signs == [math.copysign(1, v) for v in one_by_one["value"]]
     acc = load_run(tmp_path)
     for tag in ("f32", "f64"):
         events = [e for e in acc.Tensors(tag) if e.tensor_proto.dtype != 7]  # not the text

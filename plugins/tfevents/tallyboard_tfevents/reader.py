@@ -63,6 +63,8 @@ _HEADS: dict[bytes, int] = {}
 _NOT_VALUES = (None, "file_version")
 #: templates of scalar records one reader keeps at most (a tag and layout each).
 _MAX_TEMPLATES = 4096
+#: records left to decode one by one from which on a chunk's are matched to templates at once.
+_MIN_TEMPLATED = 32
 _F32, _F64 = struct.Struct("<f"), struct.Struct("<d")
 _unpack_d = _F64.unpack_from
 #: a template's value read with the metadata the record holds itself.
@@ -82,21 +84,16 @@ def _value_format(value: Any) -> struct.Struct | None:
 
 class _Template:
     """A scalar record's summary after its value's bytes (``suffix``; the value at
-    ``offset``, read by ``unpack``), its tag, the tag's remembered metadata it was read with
+    ``offset``, ``size`` bytes read by ``unpack``, of numpy ``dtype``), its tag, the tag's remembered metadata it was read with
     (``_OWN``: it had its own) and the kind that then took the tag."""
 
-    __slots__ = ("suffix", "offset", "unpack", "tag", "metadata", "kind")
+    __slots__ = ("suffix", "offset", "unpack", "size", "dtype", "tag", "metadata", "kind")
 
     def __init__(
-        self,
-        suffix: bytes,
-        offset: int,
-        unpack: Callable[..., tuple[Any, ...]],
-        tag: str,
-        metadata: Any,
-        kind: str | None,
+        self, suffix: bytes, offset: int, fmt: struct.Struct, tag: str, metadata: Any, kind: Any
     ) -> None:
-        self.suffix, self.offset, self.unpack = suffix, offset, unpack
+        self.suffix, self.offset, self.unpack = suffix, offset, fmt.unpack_from
+        self.size, self.dtype = fmt.size, fmt.format  # "<f" or "<d": a numpy dtype too
         self.tag, self.metadata, self.kind = tag, metadata, kind
 
 
@@ -362,6 +359,8 @@ class EventFileReader(ChunkedFileReader):
         one, keeping file order between the two."""
         import numpy as np
 
+        if self._templates and not self.keep_summaries:
+            fast, names, cols = self._by_templates(data, offs, stop, crc_ok, fast, names, cols)
         f_count = len(cols[0])
         done = 0  # fast records already in batch.columns
 
@@ -683,7 +682,7 @@ class EventFileReader(ChunkedFileReader):
         template = _Template(
             summary[found + fmt.size :],
             found,
-            fmt.unpack_from,
+            fmt,
             tag,
             _OWN if own else self._metadata.get(tag),
             self._kind_of_tag.get(tag),
@@ -691,6 +690,120 @@ class EventFileReader(ChunkedFileReader):
         by_offset = self._templates.setdefault(len(summary), {})
         by_offset.setdefault(found, {})[summary[:found]] = template
         self._n_templates += 1
+
+    def _by_templates(
+        self,
+        data: bytes,
+        offs: Any,
+        stop: Any,
+        crc_ok: Any,
+        fast: Any,
+        names: list[str],
+        cols: list[Any],
+    ) -> tuple[Any, list[str], list[Any]]:
+        """The records ``fast`` leaves to be decoded one by one that a template fits
+        (:meth:`_template`), read at once from their bytes and put among the fast ones:
+        ``(fast, names, cols)`` as :meth:`_place` takes them, in record order."""
+        import numpy as np
+
+        idx = np.flatnonzero(~fast & crc_ok)
+        if len(idx) < _MIN_TEMPLATED:
+            return fast, names, cols
+        u8 = np.frombuffer(data, np.uint8)
+        last = len(u8) - 1
+
+        def at(i: Any) -> Any:
+            return u8[np.minimum(i, last)]
+
+        p = offs[idx].astype(np.int64) + 12  # payload start
+        ok = (at(p) == 0x09) & (stop[idx] - p >= 11)
+        step = np.zeros(len(idx), np.uint64)
+        klen = np.zeros(len(idx), np.int64)
+        going = at(p + 9) == 0x10  # a step, a varint of up to 10 bytes
+        has_step = going.copy()
+        for j in range(10):
+            b = at(p + 10 + j).astype(np.uint64)
+            step |= np.where(going, (b & np.uint64(0x7F)) << np.uint64(7 * j), np.uint64(0))
+            klen += going
+            going &= b >= 0x80
+        ok &= ~going
+        q = p + 9 + np.where(has_step, 1 + klen, 0)  # the summary field
+        b1, b2 = at(q + 1).astype(np.int64), at(q + 2).astype(np.int64)
+        two = b1 >= 0x80
+        length = np.where(two, (b1 & 0x7F) | (b2 << 7), b1)
+        start = q + np.where(two, 3, 2)
+        ok &= (at(q) == 0x2A) & (~two | (b2 < 0x80)) & (start + length == stop[idx])
+        hit = np.zeros(len(idx), bool)
+        found: list[tuple[Any, str, Any]] = []  # (rows of idx, tag, values)
+        for size, by_offset in self._templates.items():
+            sel = np.flatnonzero(ok & (length == size))
+            if not len(sel):
+                continue
+            rows = u8[start[sel][:, None] + np.arange(size)]
+            for offset, by_prefix in by_offset.items():
+                if not offset:  # a summary begins with a field's key: never the value
+                    continue
+                free = ~hit[sel]
+                prefix = np.ascontiguousarray(rows[:, :offset]).view(f"V{offset}").ravel()
+                keys, inverse = np.unique(prefix, return_inverse=True)
+                inverse = inverse.ravel()
+                for k, key in enumerate(keys.tolist()):
+                    t = by_prefix.get(bytes(key))
+                    if t is None or not self._fits(t):
+                        continue
+                    end = offset + t.size
+                    suffix = np.frombuffer(t.suffix, np.uint8)
+                    m = free & (inverse == k) & (rows[:, end:] == suffix).all(axis=1)
+                    if not m.any():
+                        continue
+                    values = np.ascontiguousarray(rows[m, offset:end]).view(t.dtype)
+                    found.append((sel[m], t.tag, values.ravel().astype(np.float64)))
+                    hit[sel[m]] = True
+        # a record decoded one by one may change a tag's remembered metadata or kind: the
+        # records after the first of them are left to the one-by-one path, which checks
+        missed = np.flatnonzero(~hit)
+        cut = missed[0] if len(missed) else len(idx)
+        found = [(rows[rows < cut], tag, values[rows < cut]) for rows, tag, values in found]
+        found = [f for f in found if len(f[0])]
+        if not found:
+            return fast, names, cols
+        rec = np.concatenate([idx[rows] for rows, _, _ in found])
+        index = {name: i for i, name in enumerate(names)}
+        names = list(names)
+        t_codes = np.concatenate(
+            [
+                np.full(len(rows), index.setdefault(tag, len(index)), np.int32)
+                for rows, tag, _ in found
+            ]
+        )
+        names.extend(list(index)[len(names) :])
+        t_rows = np.concatenate([rows for rows, _, _ in found])
+        p_hit = p[t_rows]
+        t_cols = [
+            t_codes,
+            step[t_rows].view(np.int64),
+            u8[p_hit[:, None] + np.arange(1, 9)].view("<f8").ravel(),
+            np.concatenate([values for _, _, values in found]),
+        ]
+        merged = fast.copy()
+        merged[rec] = True
+        order = np.flatnonzero(merged)
+        at_old = np.searchsorted(order, np.flatnonzero(fast))
+        at_new = np.searchsorted(order, rec)
+        out = []
+        for old, new in zip(cols, t_cols):
+            col = np.empty(len(order), np.result_type(old.dtype, new.dtype))
+            col[at_old] = old
+            col[at_new] = new
+            out.append(col)
+        out[0] = out[0].astype(np.int32)
+        return merged, names, out
+
+    def _fits(self, t: _Template) -> bool:
+        """Whether a template still reads its tag's records as they would be decoded."""
+        return (
+            t.metadata is _OWN or self._metadata.get(t.tag) is t.metadata
+        ) and self._kind_of_tag.get(t.tag) == t.kind
 
     def _templated(self, payload: bytes, batch: Batch) -> bool:
         """Read ``payload`` by a template (:meth:`_template`) when one fits: True when read."""
@@ -700,12 +813,7 @@ class EventFileReader(ChunkedFileReader):
         at, step = where
         for offset, by_prefix in self._templates.get(len(payload) - at, {}).items():
             t = by_prefix.get(payload[at : at + offset])
-            if (
-                t is not None
-                and payload.endswith(t.suffix)
-                and (t.metadata is _OWN or self._metadata.get(t.tag) is t.metadata)
-                and self._kind_of_tag.get(t.tag) == t.kind
-            ):
+            if t is not None and payload.endswith(t.suffix) and self._fits(t):
                 batch.tags.append(t.tag)
                 batch.steps.append(step)
                 batch.wall_times.append(_unpack_d(payload, 1)[0])
