@@ -1,8 +1,9 @@
 """jax.Array values: tallyboard's CLU face against CLU's torch writer and tensorboardX.
 
 "tb, copy" is tallyboard with ``tallyboard.values.COPY_DEVICE_VALUES = True``: each value still
-being computed is copied on its device in the call, so that deleting or donating it afterwards
-loses nothing (by default such a value is reported by a later call, not written).
+being computed, scalars too, is copied on its device in the call, so that deleting or donating
+it afterwards loses nothing (by default only arrays of more than one element are: a scalar so
+lost is reported by a later call, not written).
 
 A jitted training step of a small MLP on CPU (about 10 ms) is dispatched, and its loss is
 logged while it is still being computed. The references cannot log a value that is not there
@@ -150,11 +151,11 @@ def writers() -> dict:
                 return method
 
             def call(*args: Any, **kwargs: Any) -> Any:
-                values.COPY_DEVICE_VALUES = True
+                mode, values.COPY_DEVICE_VALUES = values.COPY_DEVICE_VALUES, True
                 try:
                     return method(*args, **kwargs)
                 finally:
-                    values.COPY_DEVICE_VALUES = False
+                    values.COPY_DEVICE_VALUES = mode
 
             return call
 

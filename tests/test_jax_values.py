@@ -64,28 +64,49 @@ def test_a_computed_value_deleted_or_donated_after_the_call_still_reaches_the_fi
         np.testing.assert_array_equal(got, want)
 
 
-def test_a_computing_value_deleted_or_donated_after_the_call_is_reported_by_tag_and_step(logdir):
+def test_a_computing_scalar_deleted_after_the_call_is_reported_and_an_array_donated_is_kept(
+    logdir,
+):
+    assert values.COPY_DEVICE_VALUES == "arrays"  # the default: arrays are copied, not scalars
     step = jax.jit(lambda p: p * 3.0, donate_argnums=0)
-    loss, params = computing(jnp.float32(0.5), jnp.ones(4))
+    loss, params = computing(jnp.float32(0.5), jnp.arange(4.0))
     writer = SummaryWriter(logdir)  # max_queue=10: the writer's thread reads nothing before flush
     writer.add_scalar("kept", 0.25, 0)
     writer.add_scalar("loss", loss, 7)
     writer.add_value("tensor", "params", params, 8)
     loss.delete()
     step(params)
+    assert params.is_deleted()
     with pytest.warns(RuntimeWarning) as warned, pytest.raises(values.DeviceValueLost) as raised:
         writer.flush()
         writer.add_scalar("after", 1.0, 1)
     writer.close()
     assert "logged as 'loss' at step 7 was deleted or donated" in str(raised.value)
     assert "COPY_DEVICE_VALUES = True" in str(raised.value)
+    assert [str(w.message) for w in warned] == [str(raised.value)]
+    run = load_run(logdir)
+    assert run.Scalars("kept")[0].value == 0.25 and run.Tags()["scalars"] == ["kept"]
+    got = tensor_util.make_ndarray(run.Tensors("params")[0].tensor_proto)
+    np.testing.assert_array_equal(got, np.arange(4.0, dtype=np.float32))
+
+
+def test_without_the_device_copy_each_value_lost_is_warned_of(logdir, monkeypatch):
+    monkeypatch.setattr(values, "COPY_DEVICE_VALUES", False)
+    step = jax.jit(lambda p: p * 3.0, donate_argnums=0)
+    loss, params = computing(jnp.float32(0.5), jnp.ones(4))
+    writer = SummaryWriter(logdir)
+    writer.add_scalar("loss", loss, 7)
+    writer.add_value("tensor", "params", params, 8)
+    loss.delete()
+    step(params)
+    with pytest.warns(RuntimeWarning) as warned, pytest.raises(values.DeviceValueLost):
+        writer.flush()
+    writer.close()
     lost = sorted(str(w.message).split(" was ")[0] for w in warned)  # each loss is warned of
     assert lost == [
         "the jax value logged as 'loss' at step 7",
         "the jax value logged as 'params' at step 8",
     ]
-    run = load_run(logdir)
-    assert run.Scalars("kept")[0].value == 0.25 and run.Tags()["scalars"] == ["kept"]
 
 
 def test_with_the_device_copy_a_computing_value_deleted_or_donated_still_reaches_the_file(

@@ -285,15 +285,17 @@ def raise_if_swapped(
 #: pending value itself, waiting for the device to finish it.
 MAX_PENDING_DEVICE_VALUES = 1024
 
-#: Copy each jax value still being computed into a new buffer on its device before the call
-#: returns, so that deleting or donating it afterwards (``x.delete()``, ``jax.jit(...,
-#: donate_argnums=...)``) loses nothing. ``False`` (the default) saves that dispatch, most of a
-#: call's cost while a step runs (0.2-0.5 ms, against 0.03-0.1 ms for the rest of the call): a
-#: value deleted or donated before the writer has read it is then not written, and a later call
-#: raises :class:`DeviceValueLost` naming its tag and step. A value already computed is copied
-#: to the host in the call either way (its payload is still made on the writer's side), so it
-#: is always safe.
-COPY_DEVICE_VALUES = False
+#: Which jax values still being computed are copied into a new buffer on their device before
+#: the call returns, so that deleting or donating them afterwards (``x.delete()``,
+#: ``jax.jit(..., donate_argnums=...)``) loses nothing: ``"arrays"`` (the default) those of more
+#: than one element, the parameters and state a training loop donates to its next step, not
+#: the scalars (the metrics a step returns, which it does not); ``True`` all; ``False`` none.
+#: The copy is a dispatch to the device, most of a call's cost while a step runs (0.2-0.5 ms,
+#: against 0.03-0.1 ms for the rest). A value not copied that is deleted or donated before
+#: the writer has read it is not written: a later call raises :class:`DeviceValueLost` naming
+#: its tag and step. A value already computed is copied to the host in the call whatever the
+#: setting (its payload is still made on the writer's side), so it is always safe.
+COPY_DEVICE_VALUES: bool | str = "arrays"
 
 _pending: deque[Pending] = deque()
 _jax_types: set[type] = set()  # types found to be jax arrays or tracers
@@ -402,12 +404,14 @@ class _HostCopy:
             raise DeviceValueLost(message) from exc
 
 
-def _start_jax(values: Sequence[Any], nbytes: list[int] | None = None) -> list[_HostCopy]:
+def _start_jax(
+    values: Sequence[Any], nbytes: list[int] | None = None, scalars: bool = False
+) -> list[_HostCopy]:
     """The host copies of jax ``values``: made now for a value already computed; for one still
     being computed, a reference the writer's side reads (with :data:`COPY_DEVICE_VALUES`, a
     copy on its device, made in one dispatch for all, that outlives a later ``delete()`` or
     donation of the original). ``nbytes``: each value's size when the caller knows it (every
-    look at a jax value costs while a step runs)."""
+    look at a jax value costs while a step runs); ``scalars``: every value holds one element."""
     jax = sys.modules["jax"]
     tracer = jax.core.Tracer
     # A value already computed is read now (a copy on the host, waiting for nothing: safe from
@@ -429,7 +433,10 @@ def _start_jax(values: Sequence[Any], nbytes: list[int] | None = None) -> list[_
         else:
             out.append(_HostCopy(value, n))
             later.append(i)
-    if later and COPY_DEVICE_VALUES:
+    mode = COPY_DEVICE_VALUES
+    if later and mode is not True:
+        later = [] if scalars or mode is False else [i for i in later if values[i].size > 1]
+    if later:
         # A copy into a new buffer. device_put, not a jitted identity: on the CPU backend the
         # identity's dispatch often waited for its still-running input (p90 1.5-9 ms a call).
         copies = jax.device_put([values[i] for i in later], may_alias=False)
@@ -459,10 +466,11 @@ def defer_device(
     ``result()`` is ``make(np.asarray(value))`` (``make`` may be a list, one per value):
     the host array is the same array ``np.asarray`` gives.
 
-    The call returns without waiting for the device. With :data:`COPY_DEVICE_VALUES` each
-    value is first copied on its device (jax: one ``device_put`` for all), so deleting or
-    donating the original afterwards loses nothing; without, such a value makes ``result()``
-    raise :class:`DeviceValueLost`.
+    The call returns without waiting for the device. A value already computed is copied to the
+    host now. One still being computed is, as :data:`COPY_DEVICE_VALUES` says, copied on its
+    device (jax: one ``device_put`` for all), so deleting or donating the original afterwards
+    loses nothing, or kept by reference: deleted or donated before the writer reads it, it
+    makes ``result()`` raise :class:`DeviceValueLost`.
     At most :data:`MAX_PENDING_DEVICE_VALUES` may be pending: beyond it the oldest is
     materialised here, in the caller.
 
@@ -479,8 +487,8 @@ def _defer(
     makes: Sequence[Callable[[np.ndarray], Any]], values: Sequence[Any], nbytes: list[int] | None
 ) -> list[Pending]:
     """:func:`defer_device` with one ``make`` per value (and, when known, their sizes)."""
-    if nbytes is not None:  # jax values only (defer_floats knows): the common case
-        out = list(map(Pending, makes, _start_jax(values, nbytes)))
+    if nbytes is not None:  # jax scalars only, their sizes known (defer_floats): the common case
+        out = list(map(Pending, makes, _start_jax(values, nbytes, scalars=True)))
     else:
         jax_values = [v for v in values if not type(v).__module__.startswith("torch")]
         jax_copies = iter(_start_jax(jax_values)) if jax_values else iter(())
