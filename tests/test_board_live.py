@@ -21,6 +21,7 @@ import fsspec
 import grpc
 import numpy as np
 import pytest
+from board_support import wait_until
 from fsspec.implementations.memory import MemoryFileSystem
 from tallyboard import SummaryWriter
 from tallyboard.board import loader as loader_module
@@ -39,6 +40,7 @@ def provider() -> Iterator[Any]:
 
     def start(logdir: str, **options: Any) -> tuple[Any, Any]:
         options.setdefault("reload", HOUR)
+        options.setdefault("follow", False)  # passes only when asked (wait_loaded)
         server = serve(logdir, **options)
         channel = grpc.insecure_channel(server.address)
         opened.append((server, channel))
@@ -85,6 +87,59 @@ def test_new_values_and_runs_show_at_the_next_pass_and_only_they_are_read(
     assert server.loader.last_points == 5 + 1  # the new lines and the new run, nothing again
     assert scalars(stub) == {("a", "loss"): list(range(15)), ("b", "acc"): [0]}
     assert server.wait_loaded(30) and server.loader.last_points == 0
+
+
+def test_a_change_on_a_local_disk_is_read_at_once_not_at_the_next_reload(
+    tmp_path: Path, provider: Any
+) -> None:
+    (tmp_path / "a").mkdir()
+    csv = tmp_path / "a" / "scalars.csv"
+    csv.write_text("wall_time,step,tag,value\n")
+    _csv_lines(csv, range(3))
+    server, stub = provider(str(tmp_path), follow=True)  # reload: an hour
+    assert server.wait_loaded(30)
+    follow = server.loader._follow
+    assert follow is not None and follow.watching.wait(30)
+    passes = server.loader.passes
+    _csv_lines(csv, range(3, 5))  # a file grows
+    wait_until(lambda: scalars(stub).get(("a", "loss")) == list(range(5)), 30, "growth")
+    assert server.loader.passes == passes + 1
+    with SummaryWriter(tmp_path / "b" / "deep") as w:  # a new run in a new folder
+        w.add_scalar("acc", 1.0, 0)
+    time.sleep(0.5)  # ten looks at the kernel's events
+    # at most one pass for changes per reload interval (an hour): this one waits
+    assert server.loader.passes == passes + 1 and "b/deep" not in runs(stub)
+    assert server.wait_loaded(30)  # asked: read at once
+    assert scalars(stub)[("b/deep", "acc")] == [0]
+
+
+def test_follow_watches_the_folders_made_after_it_started(tmp_path: Path) -> None:
+    from tallyboard.board.follow import Follow
+
+    seen = threading.Semaphore(0)
+    follow = Follow(str(tmp_path), seen.release)
+    try:
+        assert follow.watching.wait(30)
+        (tmp_path / "b" / "deep").mkdir(parents=True)
+        assert seen.acquire(timeout=30)
+        while seen.acquire(timeout=0.3):  # the looks that found the new folders
+            pass
+        (tmp_path / "b" / "deep" / "scalars.csv").write_text("wall_time,step,tag,value\n")
+        assert seen.acquire(timeout=30)  # a file in a folder made after the start
+    finally:
+        follow.stop()
+
+
+def test_without_follow_a_change_waits_for_the_next_reload(tmp_path: Path, provider: Any) -> None:
+    (tmp_path / "a").mkdir()
+    csv = tmp_path / "a" / "scalars.csv"
+    csv.write_text("wall_time,step,tag,value\n")
+    _csv_lines(csv, range(3))
+    server, stub = provider(str(tmp_path), follow=False)
+    assert server.wait_loaded(30)
+    _csv_lines(csv, range(3, 5))
+    time.sleep(0.5)  # ten looks at the kernel's events, were it followed
+    assert server.loader._follow is None and scalars(stub)[("a", "loss")] == [0, 1, 2]
 
 
 def test_a_torn_last_line_waits_for_its_end(tmp_path: Path, provider: Any) -> None:

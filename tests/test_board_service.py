@@ -307,6 +307,8 @@ def test_bad_arguments_of_serve_are_refused_in_the_call(tmp_path: Path) -> None:
         serve(str(tmp_path), deadline=float("inf"))
     with pytest.raises(TypeError, match="port: expected a port in 0..65535"):
         serve(str(tmp_path), port="80")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="follow must be a bool, got 'yes'"):
+        serve(str(tmp_path), follow="yes")  # type: ignore[arg-type]
 
 
 def test_a_host_other_than_loopback_is_warned_about(tmp_path: Path) -> None:

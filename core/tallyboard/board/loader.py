@@ -29,6 +29,7 @@ failed or stalled listing or fetch (tried again next pass, unless passes run onl
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -39,6 +40,8 @@ from typing import Any, cast
 
 import numpy as np
 
+from tallyboard import paths
+from tallyboard.board.follow import Follow
 from tallyboard.board.ingest import Ingest
 from tallyboard.board.store import Store
 from tallyboard.plugin.readers import Batch
@@ -221,7 +224,12 @@ class Loader:
         #: whether the last pass listed and read without failing or stalling
         self.last_ok = False
         self._pass_done = threading.Condition()
-        self._wake = threading.Event()
+        self._wake = threading.Event()  # a pass asked for now (wake, wait_fresh, stop)
+        self._changed = threading.Event()  # the kernel said something changed (Follow)
+        self._stir = threading.Event()  # either: the wait between passes looks again
+        #: when the last pass started for a change began (at most one such per interval)
+        self._followed_at = -math.inf
+        self._follow: Follow | None = None
         self._stop = threading.Event()
         self._late_points = 0  # values of a stalled pass reported by the next
 
@@ -275,7 +283,7 @@ class Loader:
         :attr:`problems` and the log)."""
         with self._pass_done:
             started = 0 if self.once else self.started
-            self._wake.set()
+            self.wake()
         with self._pass_done:
             done = self._pass_done.wait_for(lambda: self.passes > started, timeout)
             return done and self.last_ok
@@ -283,6 +291,13 @@ class Loader:
     def wake(self) -> None:
         """Start the next pass now instead of after the reload interval."""
         self._wake.set()
+        self._stir.set()
+
+    def changed(self) -> None:
+        """Something under the log dir changed (the kernel says): the next pass starts now,
+        unless a pass started for a change less than the reload interval ago."""
+        self._changed.set()
+        self._stir.set()
 
     def stop(self, timeout: float) -> bool:
         """Stop passing: the pass under way stops at its next window (nothing more goes into
@@ -291,21 +306,53 @@ class Loader:
         for the pass to end; False when it did not (stuck in a call to the store, or in a
         window being read)."""
         self._stop.set()
-        self._wake.set()
+        self.wake()
         self._listed.set()
         self._runs.set()
+        if self._follow is not None:
+            self._follow.stop()
         run = self._pass
         return run is None or run.done.wait(timeout)
 
-    def run(self, interval: float) -> None:
-        """Passes until :meth:`stop`, ``interval`` seconds apart (one pass when 0)."""
+    def run(self, interval: float, follow: bool = False) -> None:
+        """Passes until :meth:`stop`, ``interval`` seconds apart (one pass when 0); with
+        ``follow``, on a local log dir the kernel's change events start one sooner
+        (:mod:`~tallyboard.board.follow`, watching from the end of the first pass)."""
         self.once = interval <= 0
-        while not self._stop.is_set():
-            self._wake.clear()
-            self.load()
-            if interval <= 0:
-                return
-            self._wake.wait(interval)
+        try:
+            while not self._stop.is_set():
+                for event in (self._wake, self._changed, self._stir):
+                    event.clear()
+                self.load()
+                if interval <= 0:
+                    return
+                if follow and self._follow is None and not paths.is_url(self.logdir):
+                    self._follow = Follow(self.logdir, self.changed)
+                    if self._stop.is_set():  # stop() came before it was there to stop
+                        self._follow.stop()
+                if self._rest(interval):
+                    self._followed_at = time.monotonic()
+        finally:
+            if self._follow is not None:
+                self._follow.stop()
+
+    def _rest(self, interval: float) -> bool:
+        """Wait ``interval`` seconds before the next pass, less when woken or when a change
+        is seen (then as soon as ``interval`` has passed since the last pass started for a
+        change); True when the next pass is for a change."""
+        deadline = time.monotonic() + interval
+        while not (self._stop.is_set() or self._wake.is_set()):
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            until = deadline
+            if self._changed.is_set():
+                if now >= self._followed_at + interval:
+                    return True
+                until = min(deadline, self._followed_at + interval)
+            self._stir.wait(until - now)
+            self._stir.clear()
+        return False
 
     def load(self) -> int:
         """One pass; returns the values put into the store."""

@@ -61,6 +61,7 @@ class BoardServer:
         reload: float,
         samples: Mapping[str, int] | None,
         deadline: float,
+        follow: bool = True,
     ) -> None:
         from concurrent import futures
 
@@ -71,6 +72,7 @@ class BoardServer:
 
         self.logdir = logdir
         self.reload = reload
+        self.follow = follow
         self.store = Store(Sampling(dict(samples or {}), dict(DEFAULT_SAMPLES)))
         self.loader = Loader(logdir, self.store, deadline, _reader(logdir, deadline))
         self._server = grpc.server(
@@ -106,7 +108,7 @@ class BoardServer:
 
     def _load(self) -> None:
         try:
-            self.loader.run(self.reload)
+            self.loader.run(self.reload, self.follow)
         except Exception as exc:  # the service goes on with what was loaded; say why, in a line
             log.error("loading %s stopped: %s: %s", self.logdir, type(exc).__name__, exc)
 
@@ -155,6 +157,7 @@ def serve(
     reload: float = DEFAULT_RELOAD,
     samples: Mapping[str, int] | None = None,
     deadline: float = DEFAULT_DEADLINE,
+    follow: bool = True,
 ) -> BoardServer:
     """Serve ``logdir`` (a path or fsspec URL) to TensorBoard as its gRPC data provider.
 
@@ -172,6 +175,9 @@ def serve(
             others keep 1,000 scalars, 100 tensors or 10 blob sequences, as RustBoard.
         deadline: Seconds a call to the store may take before it counts as failed, and that
             a request waits for the first listing of the log dir.
+        follow: On a local log dir (Linux), read what the kernel says changed at once
+            instead of at the next reload (at most one such read per ``reload`` seconds).
+            False: read only every ``reload`` seconds.
 
     Returns:
         The running :class:`BoardServer` (a context manager; ``stop()`` ends it).
@@ -195,6 +201,8 @@ def serve(
         raise TypeError(f"logdir must be a non-empty str path, os.PathLike or URL, got {logdir!r}")
     if not isinstance(host, str) or not host:
         raise TypeError(f"host must be a non-empty str, got {host!r}")
+    if not isinstance(follow, bool):
+        raise TypeError(f"follow must be a bool, got {follow!r}")
     port = options.port(port, "port")
     reload = options.seconds(reload, "reload", zero_ok=True)
     deadline = options.seconds(deadline, "deadline")
@@ -210,4 +218,4 @@ def serve(
             f"machine can read every run under {logdir}",
             UserWarning,
         )
-    return BoardServer(logdir, host, port, reload, samples, deadline)
+    return BoardServer(logdir, host, port, reload, samples, deadline, follow)

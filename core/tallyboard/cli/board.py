@@ -82,7 +82,8 @@ def _provider_options(p: Any) -> None:
         type=_reload,
         default=RELOAD,
         metavar="SECS",
-        help=f"seconds between reads of what is new (default {RELOAD:g}; 0 reads once)",
+        help=f"seconds between reads of what is new (default {RELOAD:g}; 0 reads once); a "
+        "local log dir's changes are read at once, at most once per interval",
     )
     p.add_argument(
         "--samples-per-plugin",

@@ -1,0 +1,71 @@
+"""The kernel's word that something changed under a local log dir, so the loader polls at once.
+
+Between two reloads the provider would see a new value only at its next poll (``--reload``
+seconds apart). On Linux, :class:`Follow` watches every folder of a local log dir through the
+reader's own inotify wrapper (:class:`tallyboard.reading.watch.Watch`) and tells the loader when
+one changes; the loader then polls at once, but starts at most one such poll per reload
+interval, so a run written to all the time is still read once per interval. Where the tree
+cannot be watched whole (not Linux, a file system other hosts change, no watch left), it gives
+up quietly and the polls keep their interval.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+
+from tallyboard.reading.watch import Watch
+
+#: Seconds between two looks at the kernel's events.
+EVERY = 0.05
+
+
+class Follow:
+    """Calls ``changed()`` (from its own thread) each time a look finds that a folder or file
+    under ``logdir`` changed; :meth:`stop` ends it."""
+
+    def __init__(self, logdir: str, changed: Callable[[], None]) -> None:
+        self._stop = threading.Event()
+        #: set once every folder is watched (for tests); cleared when it gives up or stops
+        self.watching = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(logdir, changed), name="tallyboard-board-follow", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, logdir: str, changed: Callable[[], None]) -> None:
+        watch = Watch.open(logdir)
+        if watch is None:
+            return
+        try:
+            if not _watch_tree(watch, logdir):
+                return
+            self.watching.set()
+            while not self._stop.wait(EVERY):
+                got = watch.changes()
+                if not (got.lost or got.folders or got.files):
+                    continue
+                for path in got.created:  # a new run's folder: watched too
+                    if os.path.isdir(path) and not _watch_tree(watch, path):
+                        return
+                changed()
+        finally:
+            self.watching.clear()
+            watch.close()
+
+    def stop(self) -> None:
+        """Stop watching (within :data:`EVERY` seconds)."""
+        self._stop.set()
+
+
+def _watch_tree(watch: Watch, root: str) -> bool:
+    """Watch every folder under ``root``; False when one cannot be watched."""
+    for folder, _, _ in os.walk(root):
+        try:
+            dev = os.stat(folder).st_dev
+        except OSError:  # gone since listed: its parent's events say so
+            continue
+        if not watch.add(folder, dev):
+            return False
+    return True
