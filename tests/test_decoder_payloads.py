@@ -309,3 +309,15 @@ def test_scalar_records_read_by_template_match_those_decoded_one_by_one(
         got = templated[templated.tag == tag][["step", "value"]].values.tolist()
         assert len(got) == len(want) == 400
         assert np.array_equal(np.array(got), np.array(want), equal_nan=True)
+
+
+def test_read_varint_reads_what_varint_writes_and_refuses_a_truncated_one() -> None:
+    from tallyboard.records.wire import read_varint, varint
+
+    for n in (0, 1, 127, 128, 300, 2**40, -1, -(2**63)):
+        data = b"\x07" + varint(n) + b"\x01"
+        assert read_varint(data, 1) == (n % 2**64, len(data) - 1)
+    with pytest.raises(ValueError, match="truncated or overlong varint"):
+        read_varint(b"\x80\x80", 0)
+    with pytest.raises(ValueError, match="truncated or overlong varint"):
+        read_varint(b"\xff" * 11, 0)

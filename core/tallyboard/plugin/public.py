@@ -199,6 +199,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "tallyboard.records.wire": (
         "varint",
+        "read_varint",
         "float32",
         "field_bytes",
         "field_double",

@@ -1,7 +1,8 @@
 """Protobuf wire format, packed by hand: varints and tagged fields.
 
 For encoders that write records without protobuf message classes (faster, and byte-exact to what
-a protobuf runtime writes). Nothing here knows a particular message.
+a protobuf runtime writes), and readers that read a few fields without them
+(:func:`read_varint`). Nothing here knows a particular message.
 """
 
 from __future__ import annotations
@@ -15,6 +16,25 @@ _pack_wall = struct.Struct("<Bd").pack
 _pack_wall_step1 = struct.Struct("<BdBB").pack
 _pack_wall_step2 = struct.Struct("<BdBBB").pack
 _pack_wall_step3 = struct.Struct("<BdBBBB").pack
+
+
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """The varint at ``data[pos]`` (unsigned; an int64's two's complement as it is) and the
+    position after it: the reading twin of :func:`varint`.
+
+    Raises:
+        ValueError: the varint runs past the end of ``data`` or beyond 64 bits.
+    """
+    result = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("truncated or overlong varint")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
 
 
 def varint(n: int) -> bytes:

@@ -26,6 +26,7 @@ from tallyboard.records.wire import (
     field_double,
     field_varint,
     float32,
+    read_varint,
     varint,
     wall_step,
 )
@@ -251,37 +252,24 @@ def landscape_value(tag: str, landscape: bytes) -> bytes:
 # -- reading (validation of user-supplied graphs) --------------------------------------------
 
 
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise ValueError("truncated or overlong varint")
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-
-
 def fields(data: bytes) -> list[tuple[int, int, Any]]:
     """Split one message into (number, wire type, value); raises ValueError if malformed."""
     out = []
     pos, end = 0, len(data)
     value: Any
     while pos < end:
-        key, pos = _read_varint(data, pos)
+        key, pos = read_varint(data, pos)
         number, wire = key >> 3, key & 7
         if number == 0:
             raise ValueError("field number 0")
         if wire == 0:
-            value, pos = _read_varint(data, pos)
+            value, pos = read_varint(data, pos)
         elif wire == 1:
             value, pos = data[pos : pos + 8], pos + 8
         elif wire == 5:
             value, pos = data[pos : pos + 4], pos + 4
         elif wire == 2:
-            n, pos = _read_varint(data, pos)
+            n, pos = read_varint(data, pos)
             value, pos = data[pos : pos + n], pos + n
         else:
             raise ValueError(f"unsupported wire type {wire}")

@@ -44,6 +44,7 @@ from tallyboard.plugin.readers import (
     warn_corrupt,
 )
 from tallyboard.records.framing import crc32c, mask
+from tallyboard.records.wire import read_varint
 
 FORMAT = "tfevents"
 _unpack_q = struct.Struct("<Q").unpack_from
@@ -97,20 +98,6 @@ class _Template:
         self.tag, self.metadata, self.kind = tag, metadata, kind
 
 
-def _varint(data: bytes, i: int) -> tuple[int, int]:
-    """The varint at ``data[i]`` and the index after it (ValueError past the end)."""
-    result = shift = 0
-    while True:
-        b = data[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, i
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-
-
 def _summary_at(payload: bytes) -> tuple[int, int] | None:
     """Where the summary of an ``Event`` laid out as ``09 <wall> [10 <step>] 2a <len>
     <summary>`` begins, the summary ending the record, and the step (an int64, 0 when there is
@@ -118,12 +105,12 @@ def _summary_at(payload: bytes) -> tuple[int, int] | None:
     try:
         i, step = 9, 0
         if payload[9] == 0x10:
-            step, i = _varint(payload, 10)
+            step, i = read_varint(payload, 10)
             if step >= 1 << 63:
                 step -= 1 << 64
         if payload[i] != 0x2A:
             return None
-        n, j = _varint(payload, i + 1)
+        n, j = read_varint(payload, i + 1)
     except (IndexError, ValueError):
         return None
     return (j, step) if j + n == len(payload) else None
