@@ -22,6 +22,7 @@ from tallyboard.values import (
     check_text,
     defer_floats,
     on_device,
+    to_array,
     to_float,
 )
 
@@ -82,7 +83,9 @@ class MetricWriter:
     def _host(self, value: Any) -> Any:
         """``value`` read now when this writer is synchronous and it is a device value still
         being computed (waiting for it); else as it is."""
-        return np.asarray(value) if self._wait and on_device(value) else value
+        if self._wait and on_device(value):  # a jax array, a CUDA tensor: waited for here
+            return to_array(value, "value", allow_empty=True)
+        return value
 
     def _info(self, step: int | None, text: str, *args: Any) -> None:
         if self._log:
