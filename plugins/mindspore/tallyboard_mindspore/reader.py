@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 
 from tallyboard.plugin.readers import Batch, warn_corrupt
 from tallyboard.records.record_reader import RecordFileReader, leading_good_crcs
+from tallyboard.records.wire import read_varint
 
 from . import LINEAGE_FIELDS
 from .decoders import GRAPH_EVENT_FIELD, SCALAR, SUMMARY_EVENT_FIELD, decode_scalar
@@ -83,16 +84,14 @@ class Malformed(ValueError):
 
 
 def _varint(data: bytes, p: int, limit: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if p >= limit or shift > 63:
-            raise Malformed("truncated or overlong varint")
-        b = data[p]
-        p += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, p
-        shift += 7
+    """The varint at ``data[p]`` and the position after it, which must be within ``limit``."""
+    try:
+        result, p = read_varint(data, p)
+    except ValueError:
+        raise Malformed("truncated or overlong varint") from None
+    if p > limit:
+        raise Malformed("truncated or overlong varint")
+    return result, p
 
 
 def _skip(data: bytes, p: int, limit: int) -> int:

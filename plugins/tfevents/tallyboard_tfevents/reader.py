@@ -347,7 +347,8 @@ class EventFileReader(ChunkedFileReader):
         import numpy as np
 
         if self._templates and not self.keep_summaries:
-            fast, names, cols = self._by_templates(data, offs, stop, crc_ok, fast, names, cols)
+            decoded = (fast, names, cols)
+            fast, names, cols = self._by_templates(data, offs, stop, crc_ok, decoded)
         f_count = len(cols[0])
         done = 0  # fast records already in batch.columns
 
@@ -679,23 +680,18 @@ class EventFileReader(ChunkedFileReader):
         self._n_templates += 1
 
     def _by_templates(
-        self,
-        data: bytes,
-        offs: Any,
-        stop: Any,
-        crc_ok: Any,
-        fast: Any,
-        names: list[str],
-        cols: list[Any],
+        self, data: bytes, offs: Any, stop: Any, crc_ok: Any, decoded: tuple[Any, Any, Any]
     ) -> tuple[Any, list[str], list[Any]]:
-        """The records ``fast`` leaves to be decoded one by one that a template fits
-        (:meth:`_template`), read at once from their bytes and put among the fast ones:
-        ``(fast, names, cols)`` as :meth:`_place` takes them, in record order."""
+        """The records that ``decoded`` (``(fast, names, cols)``, as :meth:`_place` takes
+        them) leaves to be decoded one by one and a template fits (:meth:`_template`), read at
+        once from their bytes and put among the fast ones: ``decoded`` with them, in record
+        order."""
         import numpy as np
 
+        fast, names, cols = decoded
         idx = np.flatnonzero(~fast & crc_ok)
         if len(idx) < _MIN_TEMPLATED:
-            return fast, names, cols
+            return decoded
         u8 = np.frombuffer(data, np.uint8)
         last = len(u8) - 1
 
@@ -753,7 +749,7 @@ class EventFileReader(ChunkedFileReader):
         found = [(rows[rows < cut], tag, values[rows < cut]) for rows, tag, values in found]
         found = [f for f in found if len(f[0])]
         if not found:
-            return fast, names, cols
+            return decoded
         rec = np.concatenate([idx[rows] for rows, _, _ in found])
         index = {name: i for i, name in enumerate(names)}
         names = list(names)
