@@ -687,6 +687,7 @@ class EventFileReader(ChunkedFileReader):
         once from their bytes and put among the fast ones: ``decoded`` with them, in record
         order."""
         import numpy as np
+        from numpy.lib.stride_tricks import sliding_window_view as windows
 
         fast, names, cols = decoded
         idx = np.flatnonzero(~fast & crc_ok)
@@ -722,7 +723,7 @@ class EventFileReader(ChunkedFileReader):
             sel = np.flatnonzero(ok & (length == size))
             if not len(sel):
                 continue
-            rows = u8[start[sel][:, None] + np.arange(size)]
+            rows = windows(u8, size)[start[sel]]  # no index array of k x size
             for offset, by_prefix in by_offset.items():
                 if not offset:  # a summary begins with a field's key: never the value
                     continue
@@ -765,7 +766,7 @@ class EventFileReader(ChunkedFileReader):
         t_cols = [
             t_codes,
             step[t_rows].view(np.int64),
-            u8[p_hit[:, None] + np.arange(1, 9)].view("<f8").ravel(),
+            np.ascontiguousarray(windows(u8, 8)[p_hit + 1]).view("<f8").ravel(),
             np.concatenate([values for _, _, values in found]),
         ]
         merged = fast.copy()
