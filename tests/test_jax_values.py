@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from collections import deque
 
 import jax
@@ -107,6 +108,48 @@ def test_without_the_device_copy_each_value_lost_is_warned_of(logdir, monkeypatc
         "the jax value logged as 'loss' at step 7",
         "the jax value logged as 'params' at step 8",
     ]
+
+
+def test_in_warn_mode_a_lost_device_value_is_warned_of_and_the_sink_goes_on(logdir, monkeypatch):
+    """A value lost on its device is that value's failure, not the sink's: with
+    ``sink_errors="warn"`` the sink is not dropped, and the value of the call that hears of the
+    loss, and every later one, reach the file."""
+    monkeypatch.setattr(values, "COPY_DEVICE_VALUES", False)
+    [lost] = computing(jnp.float32(0.5))
+    writer = SummaryWriter(logdir, sink_errors="warn")
+    with pytest.warns(RuntimeWarning) as warned:
+        writer.add_scalar("lr", lost, 0)
+        lost.delete()
+        writer.flush()  # the writer's side finds the value gone
+        for step in range(1, 4):
+            writer.add_scalar("loss", step / 4, step)
+        writer.close()
+    messages = [str(w.message) for w in warned]
+    assert any("logged as 'lr' at step 0 was deleted or donated" in m for m in messages), messages
+    assert not any("is dropped" in m for m in messages), messages
+    run = load_run(logdir)
+    assert "lr" not in run.Tags()["scalars"]
+    assert [(e.step, e.value) for e in run.Scalars("loss")] == [(1, 0.25), (2, 0.5), (3, 0.75)]
+
+
+def test_in_warn_mode_the_call_that_hears_of_a_lost_value_still_writes_its_own(logdir, monkeypatch):
+    monkeypatch.setattr(values, "COPY_DEVICE_VALUES", False)
+    [lost] = computing(jnp.float32(0.5))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        writer = SummaryWriter(logdir, sink_errors="warn", flush_secs=0.05)
+        writer.add_scalar("lr", lost, 0)
+        lost.delete()
+        deadline = time.monotonic() + 30  # the writer's thread finds the value gone
+        while not any(issubclass(w.category, RuntimeWarning) for w in caught):
+            assert time.monotonic() < deadline, "the lost value was never read"
+            time.sleep(0.01)
+        for step in range(1, 4):  # the first of these hears of the loss
+            writer.add_scalar("loss", step / 4, step)
+        writer.close()
+    assert not any("is dropped" in str(w.message) for w in caught), [str(w.message) for w in caught]
+    run = load_run(logdir)
+    assert [(e.step, e.value) for e in run.Scalars("loss")] == [(1, 0.25), (2, 0.5), (3, 0.75)]
 
 
 def test_with_the_device_copy_a_computing_value_deleted_or_donated_still_reaches_the_file(

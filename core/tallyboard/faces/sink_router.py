@@ -18,8 +18,8 @@ from typing import Any
 
 from tallyboard import warn
 from tallyboard.plugin.registry import Registry
-from tallyboard.plugin.sinks import Sink, SinkFastPath
-from tallyboard.values import Pending
+from tallyboard.plugin.sinks import Deferred, Sink, SinkFastPath
+from tallyboard.values import DeviceValueLost, Pending
 from tallyboard.warn import SinkWarning
 
 #: What a writer may do when a sink fails: raise its error, or warn once and drop the sink.
@@ -32,8 +32,8 @@ PENDING = "pending"
 RouteKey = str | tuple[str, str]
 #: One sink's road for a kind: (encode, or the row key; the sink's write; the mode).
 Route = tuple[Any, Callable[[Any], None], int]
-#: A route's write that raised, with its error.
-Failure = tuple[Callable[[Any], None], Exception]
+#: A route whose write raised, with its error.
+Failure = tuple[Route, Exception]
 
 
 class SinkRouter:
@@ -106,12 +106,24 @@ class SinkRouter:
         self.routes[key] = routes
         return routes
 
-    def report(self, failures: list[Failure]) -> None:
+    def report(self, failures: list[Failure], value: tuple[str, Any, float, Any]) -> None:
         """Raise the first failure (the others as its notes), or, with ``sink_errors="warn"``,
-        warn once for each failed sink and drop it."""
+        warn once for each failed sink and drop it.
+
+        A device value lost before it could be read (:class:`~tallyboard.values.DeviceValueLost`,
+        raised by the sink from a later call) is that value's failure, not the sink's: in warn
+        mode it was warned of when it was lost, the sink goes on, and ``value`` (``(tag, step,
+        wall_time, payload)`` of the call, which the sink refused while raising it) is sent again.
+        """
         errors: list[BaseException] = []
-        for write, error in failures:
-            found = self._sink_of(write)
+        for route, error in failures:
+            if self.sink_errors == "warn" and isinstance(error, DeviceValueLost):
+                try:
+                    _send(route, value)
+                    continue
+                except Exception as again:
+                    error = again
+            found = self._sink_of(route[1])
             if self.sink_errors == "raise" or found is None:
                 errors.append(error)
             else:
@@ -126,7 +138,7 @@ class SinkRouter:
             except Exception as exc:
                 if self.sink_errors == "raise":
                     errors.append(exc)
-                else:
+                elif not isinstance(exc, DeviceValueLost):  # see report()
                     self.detach(name, sink, method, exc)
 
     def abandon(self) -> None:
@@ -150,6 +162,18 @@ class SinkRouter:
             if sink.write == write or self._fast[id(sink)].write_row == write:
                 return name, sink
         return None
+
+
+def _send(route: Route, value: tuple[str, Any, float, Any]) -> None:
+    """Hand ``value`` to one route's sink as the writer's emit loop does (kept out of that loop,
+    which inlines it: this is for a value sent again)."""
+    encode, write, mode = route
+    if mode is ROW:
+        write((encode, *value))
+    elif mode:
+        write(Deferred(encode, value, size_hint(value[3])))
+    else:
+        write(encode(*value))
 
 
 def _encode_pending(

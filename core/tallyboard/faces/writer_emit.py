@@ -169,11 +169,11 @@ class ValueRoad:
                     write(encode(tag, global_step, walltime, payload))
             except Exception as exc:  # the other sinks still get the value
                 if failures is None:
-                    failures = [(write, exc)]
+                    failures = [((encode, write, mode), exc)]
                 else:
-                    failures.append((write, exc))
+                    failures.append(((encode, write, mode), exc))
         if failures is not None:
-            self._router.report(failures)
+            self._router.report(failures, (tag, global_step, walltime, payload))
 
     def emit_deferred(
         self,
