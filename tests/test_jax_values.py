@@ -132,21 +132,32 @@ def test_in_warn_mode_a_lost_device_value_is_warned_of_and_the_sink_goes_on(logd
     assert [(e.step, e.value) for e in run.Scalars("loss")] == [(1, 0.25), (2, 0.5), (3, 0.75)]
 
 
-def test_in_warn_mode_the_call_that_hears_of_a_lost_value_still_writes_its_own(logdir, monkeypatch):
+@pytest.mark.parametrize("sink_errors", ["warn", "raise"])
+def test_the_call_that_hears_of_a_lost_value_still_writes_its_own(logdir, monkeypatch, sink_errors):
+    """The loss is another value's: the call that hears of it (raising it, or in warn mode
+    not) has its own value written, and the sink goes on."""
     monkeypatch.setattr(values, "COPY_DEVICE_VALUES", False)
     [lost] = computing(jnp.float32(0.5))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        writer = SummaryWriter(logdir, sink_errors="warn", flush_secs=0.05)
+        writer = SummaryWriter(logdir, sink_errors=sink_errors, flush_secs=0.05)
         writer.add_scalar("lr", lost, 0)
         lost.delete()
         deadline = time.monotonic() + 30  # the writer's thread finds the value gone
         while not any(issubclass(w.category, RuntimeWarning) for w in caught):
             assert time.monotonic() < deadline, "the lost value was never read"
             time.sleep(0.01)
+        raised = []
         for step in range(1, 4):  # the first of these hears of the loss
-            writer.add_scalar("loss", step / 4, step)
+            try:
+                writer.add_scalar("loss", step / 4, step)
+            except values.DeviceValueLost as exc:
+                raised.append((step, str(exc)))
         writer.close()
+    if sink_errors == "raise":
+        assert [s for s, _ in raised] == [1] and "'lr' at step 0" in raised[0][1], raised
+    else:
+        assert raised == []
     assert not any("is dropped" in str(w.message) for w in caught), [str(w.message) for w in caught]
     run = load_run(logdir)
     assert [(e.step, e.value) for e in run.Scalars("loss")] == [(1, 0.25), (2, 0.5), (3, 0.75)]

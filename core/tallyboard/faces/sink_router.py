@@ -111,18 +111,22 @@ class SinkRouter:
         warn once for each failed sink and drop it.
 
         A device value lost before it could be read (:class:`~tallyboard.values.DeviceValueLost`,
-        raised by the sink from a later call) is that value's failure, not the sink's: in warn
-        mode it was warned of when it was lost, the sink goes on, and ``value`` (``(tag, step,
-        wall_time, payload)`` of the call, which the sink refused while raising it) is sent again.
+        raised by the sink from a later call) is that value's failure, not the sink's: ``value``
+        (``(tag, step, wall_time, payload)`` of the call that hears of it, which the sink
+        refused while raising it) is sent again, then the loss is raised, or in warn mode left
+        at the warning given when it was lost, the sink going on.
         """
         errors: list[BaseException] = []
         for route, error in failures:
-            if self.sink_errors == "warn" and isinstance(error, DeviceValueLost):
+            if isinstance(error, DeviceValueLost):
                 try:
                     _send(route, value)
-                    continue
                 except Exception as again:
                     error = again
+                else:
+                    if self.sink_errors == "raise":
+                        errors.append(error)
+                    continue
             found = self._sink_of(route[1])
             if self.sink_errors == "raise" or found is None:
                 errors.append(error)
