@@ -6,6 +6,7 @@ Every value is read back with TensorBoard's EventAccumulator and compared with `
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -41,6 +42,43 @@ def test_add_scalar_returns_long_before_the_device_value_is_computed(logdir):
     assert returned - dispatched < (computed - start) / 4, (start, dispatched, returned, computed)
     (event,) = load_run(logdir).Scalars("loss")
     assert (event.step, event.value) == (3, 0.25) and float(np.asarray(loss)) == 0.25
+
+
+def _jsonl_values(logdir):
+    lines = [json.loads(x) for f in sorted(logdir.glob("records*.jsonl")) for x in f.open()]
+    return [(d["tag"], d["step"], d["value"]) for d in lines]
+
+
+def test_a_jsonl_sink_makes_no_call_wait_for_a_device_value(logdir):
+    """The JSONL sink writes a line by batches, in the caller's calls: a value still being
+    computed is read when its batch is written, not in the call that logged it."""
+    with SummaryWriter(logdir, sinks=["jsonl"]) as writer:
+        start = time.perf_counter()
+        loss = _slow(_BIG)
+        dispatched = time.perf_counter()
+        writer.add_scalar("loss", loss, 3)
+        writer.add_scalar("lr", 0.5, 3)
+        returned = time.perf_counter()
+        loss.block_until_ready()
+        computed = time.perf_counter()
+    assert returned - dispatched < (computed - start) / 4, (start, dispatched, returned, computed)
+    assert _jsonl_values(logdir) == [("loss", 3, 0.25), ("lr", 3, 0.5)]
+
+
+def test_a_jsonl_line_lost_on_its_device_costs_no_other_line(logdir, monkeypatch):
+    monkeypatch.setattr(values, "COPY_DEVICE_VALUES", False)
+    [lost] = computing(jnp.float32(0.5))
+    with (
+        pytest.warns(RuntimeWarning, match="'lr' at step 0 was deleted"),
+        SummaryWriter(logdir, sinks=["jsonl"], sink_errors="warn") as writer,
+    ):
+        writer.add_scalar("loss", 0.25, 0)
+        writer.add_scalar("lr", lost, 0)
+        lost.delete()
+        writer.add_scalar("loss", 0.5, 1)
+        writer.flush()  # the lost line is found here; the others are written
+        writer.add_scalar("loss", 0.75, 2)
+    assert _jsonl_values(logdir) == [("loss", 0, 0.25), ("loss", 1, 0.5), ("loss", 2, 0.75)]
 
 
 def test_a_computed_value_deleted_or_donated_after_the_call_still_reaches_the_file(logdir):

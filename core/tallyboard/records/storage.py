@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from tallyboard.paths import is_url, join
@@ -123,6 +124,12 @@ class BatchWriter:
     Lines reach the file every ``max_lines`` lines, when the oldest waiting line is older than
     ``flush_secs`` (checked at the next write), and on :meth:`flush` / :meth:`close`. ``header``
     is written first. After a fork, :meth:`abandon` drops the parent's lines in the child.
+
+    A line may be given as a function that makes it (a value still on a device, an image to
+    encode): it is called when its batch is written, in order, not in :meth:`write`. If it
+    raises, the other lines are still written and the error is raised once: by the next
+    :meth:`write` (which then takes its line only once called again), or by :meth:`flush` or
+    :meth:`close` after they have written everything else.
     """
 
     def __init__(
@@ -135,18 +142,21 @@ class BatchWriter:
     ):
         self.handle = handle
         self.name = handle.name
-        self._lines: list[str] = []
+        self._lines: list[str | Callable[[], str]] = []
         self._max_lines = max(1, int(max_lines))
         self._flush_secs = float(flush_secs)
         self._since = 0.0
         self._lock = threading.Lock()
         self._closed = False
         self._abandoned = False
+        self._error: BaseException | None = None
         if header:
             handle.write(header)
 
-    def write(self, line: str) -> None:
-        """Queue one line (with its newline)."""
+    def write(self, line: str | Callable[[], str]) -> None:
+        """Queue one line (with its newline), or a function that makes it when written."""
+        if self._error is not None:
+            self._raise_error()
         lines = self._lines
         if not lines:
             if self._closed:
@@ -160,7 +170,21 @@ class BatchWriter:
         with self._lock:
             lines, self._lines = self._lines, []
             if lines and not self._abandoned:
-                self.handle.write("".join(lines).encode("utf-8"))
+                self.handle.write("".join(map(self._made, lines)).encode("utf-8"))
+
+    def _made(self, line: str | Callable[[], str]) -> str:
+        if type(line) is str:
+            return line
+        try:
+            return line()  # type: ignore[operator]
+        except Exception as exc:  # the other lines are still written
+            self._error = self._error or exc
+            return ""
+
+    def _raise_error(self) -> None:
+        error, self._error = self._error, None
+        assert error is not None
+        raise error
 
     def flush(self) -> None:
         """Write every queued line and flush the file (uploads a part on remote storage)."""
@@ -168,6 +192,8 @@ class BatchWriter:
             return
         self._write_out()
         self.handle.flush()
+        if self._error is not None:
+            self._raise_error()
 
     def close(self) -> None:
         """Flush and release the file; idempotent, and the file is released even on error."""
@@ -181,6 +207,8 @@ class BatchWriter:
             self.handle.flush()
         finally:
             self.handle.close()
+        if self._error is not None:
+            self._raise_error()
 
     def abandon(self) -> None:
         """In a forked child: forget queued lines, never touch the parent's file."""

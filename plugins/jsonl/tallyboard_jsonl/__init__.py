@@ -22,6 +22,7 @@ of ``tallyboard export -o out.jsonl`` (the rows read, one object a line, every f
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import threading
@@ -164,10 +165,22 @@ class JsonlSink:
         self.abandon = self._out.abandon
 
     def write(self, data: Line | Deferred) -> None:
-        """Turn one encoded record into a JSON line (writing its blobs) and queue it."""
+        """Queue one encoded record as a JSON line. A number or a string is made into its line
+        now; anything else (a :class:`Deferred` encode of a heavy kind or of a value still on a
+        device, a value with side files) when its batch is written, in order, so no call waits
+        for a device and side files are numbered in the order of the lines."""
+        if type(data) is Line and (type(data.value) is float or type(data.value) is str):
+            self._out.write(self._line(data))
+        else:
+            self._out.write(functools.partial(self._line_of, data))
+
+    def _line_of(self, data: Line | Deferred) -> str:
         if not isinstance(data, Line):
             data = data()
         assert isinstance(data, Line)
+        return self._line(data)
+
+    def _line(self, data: Line) -> str:
         value = data.value
         if type(value) is not float and type(value) is not str:
             value = self._store_blobs(value)
@@ -175,7 +188,7 @@ class JsonlSink:
         if tag is None:
             tag = self._tags[data.tag] = _dumps(data.tag)
         step = "null" if data.step is None else data.step
-        self._out.write(
+        return (
             f'{{"wall_time":{data.wall_time!r},"step":{step},"tag":{tag},"kind":"{data.kind}",'
             f'"value":{_dumps(value)}}}\n'
         )
