@@ -65,6 +65,19 @@ def test_a_jsonl_sink_makes_no_call_wait_for_a_device_value(logdir):
     assert _jsonl_values(logdir) == [("loss", 3, 0.25), ("lr", 3, 0.5)]
 
 
+def test_jax_scalars_reach_a_csv_sink(logdir):
+    """(The CSV sink's batches joined a device value's deferred encode as text: TypeError.)"""
+    [computing_loss] = computing(jnp.float32(0.25))
+    with SummaryWriter(logdir, sinks=["csv"]) as writer:
+        writer.add_scalar("loss", computing_loss, 0)
+        for step in range(1, 12):
+            writer.add_scalar("loss", jnp.float32(step) * 2, step)
+    rows = (logdir / "scalars.csv").read_text().splitlines()
+    assert rows[0] == "wall_time,step,tag,value"
+    got = [(int(r.split(",")[1]), float(r.split(",")[3])) for r in rows[1:]]
+    assert got == [(0, 0.25)] + [(step, step * 2.0) for step in range(1, 12)]
+
+
 def test_a_jsonl_line_lost_on_its_device_costs_no_other_line(logdir, monkeypatch):
     monkeypatch.setattr(values, "COPY_DEVICE_VALUES", False)
     [lost] = computing(jnp.float32(0.5))
