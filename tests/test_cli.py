@@ -43,6 +43,11 @@ def test_plugins_lists_distribution_version_kinds_and_sinks(how: str, env: dict[
     assert f"tfevents  (tallyboard {version})  [loaded]" in lines
     assert "    kinds: scalar" in lines and "    sinks: tfevents" in lines
     assert "    sinks: csv" in lines and "    sinks: jsonl" in lines
+    i = lines.index(f"parquet  (tallyboard {version})  [loaded]")  # an export target only
+    assert lines[i + 1 : i + 3] == [
+        "    sinks: parquet",
+        "    exports (tallyboard export): parquet",
+    ]
     i = lines.index("pb_good  (pb-good 2.0.1)  [loaded]")
     assert lines[i + 1] == "    kinds: tally" and lines[i + 2] == "    encoders: tally->tfevents"
     assert "pb_broken  (pb-broken 0.0.1)  [failed]" in lines
@@ -57,6 +62,7 @@ def test_plugins_json_and_env_vars(env: dict[str, str]) -> None:
         "tally"
     ]
     assert by_name["csv"]["sinks"] == ["csv"] and "scalar->csv" in by_name["csv"]["encoders"]
+    assert by_name["csv"]["exports"] == ["csv"] and by_name["parquet"]["encoders"] == []
     env = {
         **env,
         "TALLYBOARD_BLOCK_PLUGINS": "pb_broken",

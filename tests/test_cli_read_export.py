@@ -233,3 +233,22 @@ def test_a_table_export_is_checked_when_declared() -> None:
         TableExport(formats=("tsv",), open=TsvTable, cell=str, fixed_columns=1)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="export must be a tallyboard.plugin.tables.TableExport"):
         SinkSpec(name="tsv", open=_refuse, export=("tsv",))  # type: ignore[arg-type]
+
+
+def test_convert_and_sync_refuse_a_sink_that_only_exports(logdir: Path, tmp_path: Path) -> None:
+    """``--to parquet`` converted or synced nothing and said it succeeded: every value was one
+    the target 'cannot hold'. Now it is refused, naming the sinks that hold values."""
+    from tallyboard import convert
+    from tallyboard.cli import main
+    from tallyboard.reading.sync import sync
+
+    with pytest.raises(ValueError, match=r"sink 'parquet' holds no logged values.*: csv, jsonl"):
+        convert(str(logdir), str(tmp_path / "out"), to="parquet")
+    with pytest.raises(ValueError, match=r"sink 'parquet' holds no logged values"):
+        sync(str(logdir), "parquet")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["convert", str(logdir), str(tmp_path / "out2"), "--to", "parquet"]) == 1
+    assert "holds no logged values" in err.getvalue()
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out2").exists()
+    assert not list(logdir.glob(".tallyboard-sync*"))  # sync remembered nothing

@@ -27,6 +27,7 @@ def _plugins(as_json: bool) -> int:
             "status": p.status,
             "kinds": p.kinds,
             "sinks": p.sinks,
+            "exports": _exports(reg, p.sinks),
             "encoders": [f"{k}->{s}" for k, s in p.encoders],
             "readers": p.readers,
             "decoders": [f"{f}->{k}" for f, k in p.decoders],
@@ -44,6 +45,8 @@ def _plugins(as_json: bool) -> int:
                 print(f"    kinds: {', '.join(r['kinds'])}")
             if r["sinks"]:
                 print(f"    sinks: {', '.join(r['sinks'])}")
+            if r["exports"]:
+                print(f"    exports (tallyboard export): {', '.join(r['exports'])}")
             if r["encoders"]:
                 print(f"    encoders: {', '.join(r['encoders'])}")
             if r["readers"]:
@@ -55,6 +58,16 @@ def _plugins(as_json: bool) -> int:
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
     return 0
+
+
+def _exports(reg: Any, sinks: list[str]) -> list[str]:
+    """The formats ``tallyboard export`` writes through these sinks."""
+    return [
+        fmt
+        for name in sinks
+        if (spec := reg.sinks.get(name)) is not None and spec.export is not None
+        for fmt in spec.export.formats
+    ]
 
 
 class HelpFormatter(argparse.HelpFormatter):

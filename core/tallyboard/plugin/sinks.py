@@ -561,6 +561,26 @@ def parse_sink(registry: Any, entry: Any, *, arg: str = "sinks entry") -> SinkTa
     return SinkTarget(spec, location, text, settings, entry if given else text)
 
 
+def check_holds_values(registry: Any, name: str, *, arg: str = "to") -> None:
+    """Refuse a sink that has no encoder for any kind, such as an export target only: ``convert``
+    and ``sync`` would otherwise count every value as one it cannot hold and succeed, writing
+    nothing.
+
+    Raises:
+        ValueError: Sink ``name`` holds no kind (the message says what it is for and lists the
+            sinks that hold values).
+    """
+    holding = sorted({sink for _, sink in registry.encoders})
+    if name in holding:
+        return
+    spec = registry.sinks[name]
+    what = f" ({spec.description})" if spec.description else ""
+    raise ValueError(
+        f"{arg}={name!r}: sink {name!r} holds no logged values{what}; choose a sink that does: "
+        + ", ".join(holding)
+    )
+
+
 def parse_sinks(
     registry: Any, sinks: Sequence[SinkEntry] | None, *, allow_empty: bool = False
 ) -> list[SinkTarget]:

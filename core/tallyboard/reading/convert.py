@@ -27,7 +27,7 @@ from tallyboard import paths
 from tallyboard.plugin.readers import SCALAR_KIND as SCALAR
 from tallyboard.plugin.readers import Batch, FileReader
 from tallyboard.plugin.registry import Registry, get_registry
-from tallyboard.plugin.sinks import Sink, SinkOptions
+from tallyboard.plugin.sinks import Sink, SinkOptions, check_holds_values
 from tallyboard.reading import undecoded
 from tallyboard.reading.runs import RunReader
 
@@ -323,6 +323,7 @@ def convert(
     if to not in reg.sinks:
         known = ", ".join(sorted(reg.sinks)) or "none"
         raise ValueError(f"to={to!r} names no installed sink; choose one of: {known}")
+    check_holds_values(reg, to)
     try:  # a sink writing TensorBoard's summaries takes those read back as they are
         copy = "exact" if reg.sinks[to].tensorboard_summaries else False
         reader = RunReader(src_text, formats, summaries=copy)

@@ -30,7 +30,7 @@ from typing import Any
 from tallyboard import paths
 from tallyboard.plugin.readers import Batch
 from tallyboard.plugin.registry import Registry, get_registry
-from tallyboard.plugin.sinks import Sink, SinkEntry, SinkTarget, parse_sink
+from tallyboard.plugin.sinks import Sink, SinkEntry, SinkTarget, check_holds_values, parse_sink
 from tallyboard.reading.convert import SCALAR, Encoder, _encoder
 from tallyboard.reading.runs import RunReader
 
@@ -94,7 +94,9 @@ def parse_target(reg: Registry, to: Any) -> SinkTarget:
             f"to must be a non-empty str naming a sink or sink URL, or (that str, "
             f"{{setting: value}}), got {to!r}"
         )
-    return parse_sink(reg, to, arg="to")
+    target = parse_sink(reg, to, arg="to")
+    check_holds_values(reg, target.spec.name)
+    return target
 
 
 class _State:
