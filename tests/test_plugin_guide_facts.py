@@ -237,7 +237,7 @@ def test_plugins_json_format() -> None:
     )
     rows = json.loads(out.stdout)
     keys = {"name", "distribution", "version", "status", "kinds", "sinks", "encoders"}
-    keys |= {"readers", "decoders", "error"}
+    keys |= {"readers", "decoders", "error", "exports"}
     assert rows and all(set(r) == keys for r in rows)
     scalar = next(r for r in rows if r["name"] == "scalar")
     assert scalar["status"] == "loaded" and scalar["error"] == ""
