@@ -9,6 +9,7 @@ third-party formats; a local path or any fsspec URL): :func:`serve` starts one. 
 - :mod:`~tallyboard.board.store`: the series served, read without locks;
 - :mod:`~tallyboard.board.ingest`: reader batches into TensorBoard's series (no format named);
 - :mod:`~tallyboard.board.loader`: passes over the log dir, only what is new;
+- :mod:`~tallyboard.board.follow`: a local log dir's changes, so a pass starts at once;
 - :mod:`~tallyboard.board.service`: the RPCs;
 - :mod:`~tallyboard.board.server`: the running server.
 

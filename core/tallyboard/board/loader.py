@@ -239,6 +239,11 @@ class Loader:
         """True once the first pass is in the store, or failed, within ``seconds``."""
         return self._listed.wait(seconds)
 
+    def set_reader(self, reader: Reader | None) -> None:
+        """Read the log dir with ``reader`` (made by :func:`~tallyboard.board.serve` once the
+        service listens; None: the first pass makes it). Before :meth:`run` only."""
+        self._reader = reader
+
     def wait_runs(self, seconds: float) -> bool:
         """True once every run of the first listing is in the store's list of runs (its values
         may still be going in), or the first pass is in or failed, within ``seconds``."""

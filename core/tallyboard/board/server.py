@@ -74,7 +74,7 @@ class BoardServer:
         self.reload = reload
         self.follow = follow
         self.store = Store(Sampling(dict(samples or {}), dict(DEFAULT_SAMPLES)))
-        self.loader = Loader(logdir, self.store, deadline, _reader(logdir, deadline))
+        self.loader = Loader(logdir, self.store, deadline)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="tallyboard-board"),
             options=[
@@ -94,7 +94,14 @@ class BoardServer:
         if not self.port:
             raise OSError(f"cannot listen on {where} (in use, or not an address of this machine)")
         self.host = host
+        # listening first: TensorBoard's first GetExperiment (answered at once) finds the port
+        # open, or its channel would wait a second or more before it tries again
         self._server.start()
+        try:
+            self.loader.set_reader(_reader(logdir, deadline))
+        except BaseException:
+            self._server.stop(None)
+            raise
         self._thread = threading.Thread(
             target=self._load, name="tallyboard-board-loader", daemon=True
         )
