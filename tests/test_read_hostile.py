@@ -199,7 +199,8 @@ def test_a_quoted_line_break_still_being_written_waits_for_its_end(tmp_path: Pat
 
 
 def test_a_png_decompression_bomb_is_not_decoded(tmp_path: Path) -> None:
-    from tallyboard_image.rows import MAX_PIXELS, from_row
+    from tallyboard_image.encoded import from_row
+    from tallyboard_image.pixels import MAX_PIXELS
 
     bomb = png_bomb(10_000, 10_000)  # 0.3 MB of PNG, 300 MB of pixels
     assert len(bomb) < 400_000

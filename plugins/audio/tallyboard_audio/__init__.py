@@ -73,7 +73,8 @@ def add_audio(
 @hookimpl
 def register_kinds(register: Any) -> None:
     from .convert import AudioPayload, convert
-    from .encoded import EncodedAudio, to_row
+    from .encoded import EncodedAudio
+    from .rows import to_row
 
     register(
         Kind(

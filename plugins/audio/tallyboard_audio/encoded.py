@@ -91,29 +91,3 @@ def from_bytes(data: bytes, label: str = "", sample: int = 0) -> EncodedAudio:
     facts = wav_facts(data)
     rate, channels, frames = facts or (0.0, 0, 0)
     return EncodedAudio(data, WAV if facts else "", rate, channels, frames, label, sample)
-
-
-def to_row(payload: Any) -> dict[str, Any]:
-    """An audio payload as a row of ``tallyboard.read``'s table: ``sample_rate``,
-    ``num_channels``, ``length`` (frames), ``content_type``, ``data`` (the encoded bytes),
-    ``label`` and ``sample``, and ``path`` for a clip read from a side file. Samples
-    (:class:`~tallyboard_audio.convert.AudioPayload`) are encoded as the sinks encode them."""
-    if not isinstance(payload, EncodedAudio):
-        from .codec import encode_wav
-
-        data = encode_wav(payload)
-        payload = EncodedAudio(
-            data, WAV, float(payload.sample_rate), payload.num_channels, payload.length_frames
-        )
-    row = {
-        "sample_rate": payload.sample_rate,
-        "num_channels": payload.num_channels,
-        "length": payload.length,
-        "content_type": payload.content_type,
-        "data": payload.data,
-        "label": payload.label,
-        "sample": payload.sample,
-    }
-    if payload.path is not None:
-        row["path"] = payload.path
-    return row

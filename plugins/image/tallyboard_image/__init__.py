@@ -17,8 +17,7 @@ from tallyboard import Kind, hookimpl
 def register_kinds(register: Any) -> None:
     from . import methods
     from .convert import ImagePayload, convert
-    from .encoded import EncodedImages, join, to_row
-    from .rows import from_row
+    from .encoded import EncodedImages, from_row, join, to_row
 
     register(
         Kind(

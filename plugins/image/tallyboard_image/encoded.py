@@ -61,7 +61,7 @@ class EncodedImages:
 
     @functools.cached_property
     def _decoded(self) -> Any:
-        from .rows import decode
+        from .pixels import decode
 
         return decode(self.images[0], "image", self.colorspace)
 
@@ -136,3 +136,23 @@ def to_row(payload: Any) -> dict[str, Any]:
         "data": img.data,
         "sample": 0,
     }
+
+
+def from_row(row: dict[str, Any]) -> tuple[str, Any]:
+    """An image row as a payload: its encoded ``data`` as it is when a browser shows it (PNG,
+    JPEG, GIF: an :class:`~tallyboard_image.encoded.EncodedImages`, never re-encoded), else its
+    pixels (:func:`~tallyboard_image.pixels.decode`).
+
+    Raises ``ValueError`` for data Pillow cannot read, for images deeper than 8 bits and for
+    more than :data:`~tallyboard_image.pixels.MAX_PIXELS` pixels (checked from the header, before anything is decoded).
+    """
+    from .pixels import decode
+
+    tag, data = row["tag"], row["data"]
+    if content_type(data):
+        header = [row.get(k) for k in ("width", "height", "colorspace")]
+        if all(isinstance(v, int) and v >= 0 for v in header):
+            width, height, colorspace = (int(v) for v in header)  # type: ignore[arg-type]
+            sample = int(row.get("sample") or 0)
+            return tag, EncodedImages(width, height, colorspace, (bytes(data),), sample)
+    return tag, decode(data, f"image {tag!r} at step {row.get('step')}", row.get("colorspace"))

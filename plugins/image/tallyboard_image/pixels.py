@@ -1,5 +1,5 @@
-"""``Kind.from_row`` of the image kind: a decoded image row back to a payload, its bytes as they
-are or its pixels (Pillow, loaded here)."""
+"""The pixels of an encoded image (Pillow, loaded when first needed), within a bound on their
+number."""
 
 from __future__ import annotations
 
@@ -41,28 +41,8 @@ def _check_pixels(where: str, pixels: int) -> None:
     if pixels > MAX_PIXELS:
         raise TooManyPixels(
             f"{where}: {pixels} pixels, more than the {MAX_PIXELS} decoded at most "
-            "(tallyboard_image.rows.MAX_PIXELS); not decoded"
+            "(tallyboard_image.pixels.MAX_PIXELS); not decoded"
         )
-
-
-def from_row(row: dict[str, Any]) -> tuple[str, Any]:
-    """An image row as a payload: its encoded ``data`` as it is when a browser shows it (PNG,
-    JPEG, GIF: an :class:`~tallyboard_image.encoded.EncodedImages`, never re-encoded), else its
-    pixels (:func:`decode`).
-
-    Raises ``ValueError`` for data Pillow cannot read, for images deeper than 8 bits and for
-    more than :data:`MAX_PIXELS` pixels (checked from the header, before anything is decoded).
-    """
-    from .encoded import EncodedImages, content_type
-
-    tag, data = row["tag"], row["data"]
-    if content_type(data):
-        header = [row.get(k) for k in ("width", "height", "colorspace")]
-        if all(isinstance(v, int) and v >= 0 for v in header):
-            width, height, colorspace = (int(v) for v in header)  # type: ignore[arg-type]
-            sample = int(row.get("sample") or 0)
-            return tag, EncodedImages(width, height, colorspace, (bytes(data),), sample)
-    return tag, decode(data, f"image {tag!r} at step {row.get('step')}", row.get("colorspace"))
 
 
 def decode(data: Any, where: str, colorspace: Any = None) -> ImagePayload:
@@ -71,7 +51,8 @@ def decode(data: Any, where: str, colorspace: Any = None) -> ImagePayload:
     ``colorspace`` is 1), so encoding the payload gives the same pixels back. ``where`` names
     the image in errors.
 
-    Raises ``ValueError`` as :func:`from_row` does.
+    Raises ``ValueError`` for data Pillow cannot read, for images deeper than 8 bits and for
+    more than :data:`MAX_PIXELS` pixels (checked from the header, before anything is decoded).
     """
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
