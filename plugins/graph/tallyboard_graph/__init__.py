@@ -2,6 +2,11 @@
 
 A graph is two events, as torch writes them: the GraphDef (kind ``graph``) and the run metadata
 tagged ``step1`` (kind ``run_metadata``). TensorBoard's GRAPHS tab shows them.
+
+Each kind's payload is the serialized message (``bytes``): what ``convert`` returns, encoders
+receive and decoders return; its row (``to_row``: ``graph_row``, ``run_metadata_row``,
+``meta_graph_row``) is declared here once, so a format that writes any kind's row (JSONL) holds
+these kinds with no encoder or decoder of its own.
 """
 
 from __future__ import annotations
@@ -41,6 +46,32 @@ def convert_run_metadata(value: Any) -> bytes:
 def convert_meta_graph(value: Any) -> bytes:
     """``add_value("meta_graph", tag, value)``: a MetaGraphDef message or its bytes."""
     return _message_bytes(value, "MetaGraphDef")
+
+
+def graph_row(graph_def: bytes) -> dict[str, Any]:
+    """The graph kind's row: ``graph_def`` (the serialized GraphDef, as TensorBoard's
+    ``EventAccumulator.Graph()`` parses it) and ``num_nodes`` (None when the bytes are no
+    GraphDef: they are kept as written, only the count is unknown)."""
+    from google.protobuf.message import DecodeError
+
+    from .proto import GraphDef
+
+    try:
+        num_nodes: int | None = len(GraphDef.FromString(graph_def).node)
+    except DecodeError:
+        num_nodes = None
+    return {"graph_def": graph_def, "num_nodes": num_nodes}
+
+
+def run_metadata_row(run_metadata: bytes) -> dict[str, Any]:
+    """The run_metadata kind's row: ``run_metadata`` (the serialized RunMetadata)."""
+    return {"run_metadata": run_metadata}
+
+
+def meta_graph_row(meta_graph_def: bytes) -> dict[str, Any]:
+    """The meta_graph kind's row: ``meta_graph_def`` (the serialized MetaGraphDef, as
+    TensorBoard's ``EventAccumulator.MetaGraph()`` parses it)."""
+    return {"meta_graph_def": meta_graph_def}
 
 
 def add_graph(
@@ -149,6 +180,8 @@ def register_kinds(register: Any) -> None:
             convert=convert_graph,
             methods={"add_graph": add_graph, "add_onnx_graph": add_onnx_graph},
             description="model graph (GraphDef)",
+            payload=bytes,
+            to_row=graph_row,
             from_row=lambda row: (row["tag"], row["graph_def"]),
         )
     )
@@ -157,6 +190,8 @@ def register_kinds(register: Any) -> None:
             name="run_metadata",
             convert=convert_run_metadata,
             description="tagged run metadata",
+            payload=bytes,
+            to_row=run_metadata_row,
             from_row=lambda row: (row["tag"], row["run_metadata"]),
         )
     )
@@ -165,6 +200,8 @@ def register_kinds(register: Any) -> None:
             name="meta_graph",
             convert=convert_meta_graph,
             description="TF1 MetaGraphDef (serialized), as read from event files",
+            payload=bytes,
+            to_row=meta_graph_row,
             from_row=lambda row: (row["tag"], row["meta_graph_def"]),
         )
     )

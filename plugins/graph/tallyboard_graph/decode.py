@@ -21,36 +21,27 @@ from . import GRAPH_TAG, META_GRAPH_TAG
 TRACE_PLUGINS = ("graph_run_metadata_graph", "graph_run_metadata")
 
 
-def decode_graph(event: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """``Event.graph_def`` as ``graph_def`` (the serialized GraphDef, as TensorBoard's
-    ``EventAccumulator.Graph()`` parses it) and ``num_nodes`` (None when the bytes are no
-    GraphDef); the tag is ``__run_graph__``. A ``trace_export`` summary value gives the graph of
-    its RunMetadata in the same fields, under the value's own tag."""
-    from google.protobuf.message import DecodeError
-
-    from .proto import GraphDef
-
+def decode_graph(event: Any, step: int, wall_time: float) -> tuple[str, bytes] | bytes | None:
+    """``Event.graph_def`` as the graph kind's payload (the serialized GraphDef) under the tag
+    ``__run_graph__``. A ``trace_export`` summary value gives the graph of its RunMetadata,
+    under the value's own tag. The row (``graph_def``, ``num_nodes``) is the kind's
+    (``tallyboard_graph.graph_row``)."""
     if event.DESCRIPTOR.name != "Event":  # a Summary.Value
         return _trace_graph(event)
     if event.WhichOneof("what") != "graph_def":
         return None
-    data = bytes(event.graph_def)
-    try:
-        num_nodes: int | None = len(GraphDef.FromString(data).node)
-    except DecodeError:  # the bytes are kept as written; only the count is unknown
-        num_nodes = None
-    return {"tag": GRAPH_TAG, "graph_def": data, "num_nodes": num_nodes}
+    return GRAPH_TAG, bytes(event.graph_def)
 
 
-def decode_run_metadata(event: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """``Event.tagged_run_metadata`` as its ``tag`` and ``run_metadata`` (serialized RunMetadata)."""
+def decode_run_metadata(event: Any, step: int, wall_time: float) -> tuple[str, bytes] | None:
+    """``Event.tagged_run_metadata`` as its tag and the serialized RunMetadata."""
     if event.WhichOneof("what") != "tagged_run_metadata":
         return None
     tagged = event.tagged_run_metadata
-    return {"tag": tagged.tag, "run_metadata": bytes(tagged.run_metadata)}
+    return tagged.tag, bytes(tagged.run_metadata)
 
 
-def _trace_graph(value: Any) -> dict[str, Any] | None:
+def _trace_graph(value: Any) -> bytes | None:
     """The graph of a ``trace_export`` summary value (None for any other value)."""
     from google.protobuf.message import DecodeError
 
@@ -62,18 +53,18 @@ def _trace_graph(value: Any) -> dict[str, Any] | None:
     if len(strings) != 1:
         return None
     try:
-        data, num_nodes = graph_of_run_metadata(bytes(strings[0]))
+        data, _ = graph_of_run_metadata(bytes(strings[0]))
     except (DecodeError, ValueError):  # no RunMetadata, or graphs TensorBoard cannot merge
         return None
-    return {"graph_def": data, "num_nodes": num_nodes}
+    return data
 
 
-def decode_meta_graph(event: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """``Event.meta_graph_def`` as ``meta_graph_def`` (the serialized MetaGraphDef, as TensorBoard's
-    ``EventAccumulator.MetaGraph()`` parses it); the tag is ``__meta_graph__``."""
+def decode_meta_graph(event: Any, step: int, wall_time: float) -> tuple[str, bytes] | None:
+    """``Event.meta_graph_def`` as the serialized MetaGraphDef under the tag
+    ``__meta_graph__``."""
     if event.WhichOneof("what") != "meta_graph_def":
         return None
-    return {"tag": META_GRAPH_TAG, "meta_graph_def": bytes(event.meta_graph_def)}
+    return META_GRAPH_TAG, bytes(event.meta_graph_def)
 
 
 decode_graph.event_field = "graph_def"  # type: ignore[attr-defined]

@@ -4,7 +4,10 @@ Kinds ``train_lineage``, ``eval_lineage``, ``dataset_graph``, ``custom_lineage_d
 ``landscape`` take the message classes in :mod:`tallyboard_lineage.messages` (``TrainLineage``,
 ``EvaluationLineage``, ``DatasetGraph``, ``UserDefinedInfo``, ``LossLandscape``), or MindSpore's
 own classes of the same names (``mindspore.train.lineage_pb2``, ``summary_pb2``), and turn them
-into serialized bytes. Reach them through ``SummaryRecord.add_value(kind, name, message)``; the
+into serialized bytes: each kind's payload (``bytes``, what ``convert`` returns, encoders
+receive and decoders return), whose row (``data``: the serialized message) is declared here once
+(:func:`lineage_row`), so a format that writes any kind's row (JSONL) holds them with no encoder
+or decoder of its own. Reach them through ``SummaryRecord.add_value(kind, name, message)``; the
 ``mindspore`` sink writes them (lineage kinds to the ``_lineage`` file, landscapes to the
 summary file). The message classes are loaded on first use.
 """
@@ -91,6 +94,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def lineage_row(message: bytes) -> dict[str, Any]:
+    """A lineage kind's row: ``data``, the serialized message (e.g.
+    ``TrainLineage.FromString(row["data"])``)."""
+    return {"data": message}
+
+
 class FromRow:
     """A decoded row of the kind (``data``: the serialized message) as the message again, so
     ``tallyboard convert`` and the board can write it in another format."""
@@ -110,6 +119,8 @@ def register_kinds(register: Any) -> None:
                 name=kind,
                 convert=Convert(kind),
                 description=f"MindSpore {class_name} message",
+                payload=bytes,
+                to_row=lineage_row,
                 from_row=FromRow(kind),
             )
         )

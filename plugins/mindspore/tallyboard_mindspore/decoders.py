@@ -4,8 +4,8 @@ Each decoder is called as ``decode(value, step, wall_time)`` with a
 :class:`~tallyboard_mindspore.reader.MindSporeValue` and returns the kind's payload (scalar: a
 float, the reader's columns; tensor: a numpy array; histogram: a :class:`MindSporeHistogram`),
 or a row (a dict) where no payload fits (an image: its table has no ``sample``, and
-``from_row`` keeps its PNG bytes; a histogram of no finite value; graphs and lineage: the
-serialized message), or None when the value is not of its kind. Rows carry the same columns
+``from_row`` keeps its PNG bytes; a histogram of no finite value; the anf graph: the
+serialized message; lineage kinds return theirs, the serialized message), or None when the value is not of its kind. Rows carry the same columns
 as the ``tfevents`` decoders of the same kind, so one table can hold both formats and a row can
 be turned back into a value.
 """
@@ -170,14 +170,15 @@ def decode_graph(value: Any, step: int, wall_time: float) -> dict[str, Any] | No
     return {"data": bytes(value.data)}
 
 
-def lineage_decoder(event_field: int) -> Callable[[Any, int, float], dict[str, Any] | None]:
-    """A decoder of the lineage message in ``LineageEvent`` field ``event_field`` as
-    ``{"data": its serialized bytes}`` (e.g. ``TrainLineage.FromString(row["data"])``)."""
+def lineage_decoder(event_field: int) -> Callable[[Any, int, float], bytes | None]:
+    """A decoder of the lineage message in ``LineageEvent`` field ``event_field`` as the
+    lineage kind's payload, its serialized bytes (the row, ``data``, is the kind's:
+    ``tallyboard_lineage.lineage_row``)."""
 
-    def decode(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
+    def decode(value: Any, step: int, wall_time: float) -> bytes | None:
         if value.event_field != event_field or value.value_field:
             return None
-        return {"data": bytes(value.data)}
+        return bytes(value.data)
 
     decode.__name__ = f"decode_lineage_{event_field}"
     return decode
