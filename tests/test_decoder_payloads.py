@@ -431,3 +431,34 @@ def test_lineage_goes_to_jsonl_by_its_rows_and_back_to_a_lineage_file_byte_for_b
     assert read(str(tmp_path / "back"), kind="hparams").drop(columns="run").to_dict("records") == [
         {"learning_rate": 0.1, "custom/note": "first"}
     ]
+
+
+def test_a_custom_scalars_layout_is_its_payload_and_goes_to_jsonl_and_back_as_written(
+    tmp_path: Path,
+) -> None:
+    """The layout's payload is a ChartLayout (its serialized Layout), which a reader cannot
+    take for ``(tag, payload)`` as it could a tuple of categories; JSONL carries it by its row."""
+    from tallyboard_custom_scalars.message import ChartLayout
+
+    source = _FIXTURES / "torch"
+    table = read(str(source), kind="custom_scalars")
+    (data,) = table["data"].tolist()
+    kind = get_registry().kinds["custom_scalars"]
+    assert kind.payload_types == (ChartLayout,)
+    assert kind.to_row(ChartLayout(data)) == {"layout": table["layout"][0], "data": data}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fixtures' values JSONL cannot hold
+        there = convert(source, tmp_path / "jsonl", to="jsonl")
+        back = convert(tmp_path / "jsonl", tmp_path / "back", to="tfevents")
+    assert there.converted.get("custom_scalars") == back.converted.get("custom_scalars") == 1
+    again = read(str(tmp_path / "jsonl"), kind="custom_scalars")
+    assert again.columns.tolist() == table.columns.tolist()
+    assert again["data"].tolist() == [data] and again["layout"].tolist() == table["layout"].tolist()
+    (event,) = load_run(tmp_path / "back").Tensors("custom_scalars__config__")
+    assert event.tensor_proto.string_val == [data]
+    with SummaryWriter(tmp_path / "logged") as w:  # logged, then read: the payload again
+        w.add_value("custom_scalars", "any", {"Losses": {"both": ["Multiline", ["a", "b"]]}})
+    logged = read(str(tmp_path / "logged"), kind="custom_scalars")
+    assert logged["layout"].tolist() == [{"Losses": {"both": ["Multiline", ["a", "b"]]}}]
+    with pytest.raises(TypeError, match="value must be a dict"):
+        kind.convert(["not", "a", "layout"])

@@ -79,6 +79,19 @@ def parse_layout(layout: Any, arg: str = "layout") -> tuple[Category, ...]:
     return tuple(categories)
 
 
+def _payload(categories: tuple[Category, ...]) -> Any:
+    """The kind's payload (``message.ChartLayout``) of validated categories."""
+    from .message import chart_layout
+
+    return chart_layout(categories)
+
+
+def convert(value: Any) -> Any:
+    """``add_value("custom_scalars", tag, value)``: a layout dict as the kind's payload, a
+    ``message.ChartLayout``."""
+    return _payload(parse_layout(value, "value"))
+
+
 def add_custom_scalars(writer: Any, layout: Any) -> None:
     """Lay out charts of scalar tags on the CUSTOM SCALARS tab: several tags per chart.
 
@@ -113,7 +126,7 @@ def add_custom_scalars(writer: Any, layout: Any) -> None:
         ...         writer.add_scalar("loss/train", 1 / (step + 1), step)
         ...         writer.add_scalar("loss/val", 1.2 / (step + 1), step)
     """
-    writer.emit("custom_scalars", CONFIG_TAG, parse_layout(layout))
+    writer.emit("custom_scalars", CONFIG_TAG, _payload(parse_layout(layout)))
 
 
 def add_custom_scalars_multilinechart(
@@ -145,7 +158,7 @@ def add_custom_scalars_multilinechart(
     _str(category, "category")
     _str(title, "title")
     chart = Chart(title, False, _tags(tags, "tags"))
-    writer.emit("custom_scalars", CONFIG_TAG, (Category(category, (chart,)),))
+    writer.emit("custom_scalars", CONFIG_TAG, _payload((Category(category, (chart,)),)))
 
 
 def add_custom_scalars_marginchart(
@@ -181,4 +194,4 @@ def add_custom_scalars_marginchart(
     if len(checked) != 3:
         raise ValueError(f"tags must be exactly 3 tags [value, lower, upper], got {len(checked)}")
     chart = Chart(title, True, checked)
-    writer.emit("custom_scalars", CONFIG_TAG, (Category(category, (chart,)),))
+    writer.emit("custom_scalars", CONFIG_TAG, _payload((Category(category, (chart,)),)))
