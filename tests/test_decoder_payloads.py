@@ -462,3 +462,54 @@ def test_a_custom_scalars_layout_is_its_payload_and_goes_to_jsonl_and_back_as_wr
     assert logged["layout"].tolist() == [{"Losses": {"both": ["Multiline", ["a", "b"]]}}]
     with pytest.raises(TypeError, match="value must be a dict"):
         kind.convert(["not", "a", "layout"])
+
+
+def test_an_anf_graph_goes_to_jsonl_by_its_row_and_back_to_a_mindspore_file_as_written(
+    tmp_path: Path,
+) -> None:
+    import mindspore_reader as msr
+    from tallyboard import SummaryRecord
+    from tallyboard_mindspore.graphs import messages
+
+    graph = messages()["anf.GraphProto"]()
+    graph.node.add(name="1", op_type="Mul", scope="Default", full_name="Default/Mul-op0")
+    data = graph.SerializeToString()
+    with SummaryRecord(str(tmp_path / "ms")) as record:
+        record.add_value("graph", "net", b"\x22" + bytes([len(data)]) + data)  # ModelProto.graph
+        record.record(1)
+    assert _decoder("mindspore", "anf_graph") is not None
+    there = convert(tmp_path / "ms", tmp_path / "jsonl", to="jsonl")
+    back = convert(tmp_path / "jsonl", tmp_path / "back", to="mindspore")
+    assert there.converted.get("anf_graph") == back.converted.get("anf_graph") == 1
+    for run in ("ms", "jsonl", "back"):
+        table = read(str(tmp_path / run), kind="anf_graph")
+        assert table.columns.tolist() == ["run", "tag", "step", "wall_time", "data"]
+        assert table["data"].tolist() == [data], run
+    (summary,) = (tmp_path / "back").glob("*_MS")
+    graphs = [
+        e.graph_def.SerializeToString() for e in msr.read_events(summary) if e.HasField("graph_def")
+    ]
+    assert graphs == [data]
+
+
+def test_sync_sends_the_payloads_decoders_give(tmp_path: Path) -> None:
+    """sync rebuilds a row as convert does (``Kind.rebuild``): the payload a decoder gave, as it
+    is, so kinds whose decoders give payloads (layouts, text, audio, images) are sent, not
+    refused by ``convert``."""
+    import shutil
+
+    from tallyboard.reading.sync import sync
+
+    source = shutil.copytree(_FIXTURES / "torch", tmp_path / "src")  # sync's state goes there
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fixture's embedding: not an event-file kind
+        summary = sync(source, to=f"tfevents://{tmp_path / 'out'}")
+    assert summary.not_sent == {"embedding": 1}, summary.reasons
+    for kind in ("custom_scalars", "text", "audio", "image", "graph"):
+        assert summary.sent.get(kind), (kind, summary)
+    acc = load_run(tmp_path / "out")
+    (event,) = acc.Tensors("custom_scalars__config__")
+    assert (
+        event.tensor_proto.string_val
+        == read(str(_FIXTURES / "torch"), kind="custom_scalars")["data"].tolist()
+    )

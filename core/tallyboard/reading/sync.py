@@ -328,15 +328,14 @@ def _send_file(
             continue
         encode, reason = encoder(kind)
         k = reg.kinds.get(kind)
-        rebuild = None if k is None else k.from_row
-        if encode is None or k is None or rebuild is None:
+        if encode is None or k is None or not k.rebuildable:
             summary._skip(kind, len(rows) - first, reason or f"kind {kind!r} has no from_row")
             done[kind] = len(rows)
             continue
         for row in rows[first:]:
-            try:
-                tag, value = rebuild(row)
-                data = encode(tag, int(row["step"]), float(row["wall_time"]), k.convert(value))
+            try:  # the payload a decoder gave, as it is; else what from_row rebuilds
+                tag, value = k.rebuild(row)
+                data = encode(tag, int(row["step"]), float(row["wall_time"]), value)
             except Exception as exc:
                 where = f"{row.get('tag')!r} at step {row.get('step')}"
                 summary._skip(kind, 1, f"{where} not rebuilt or refused: {exc!r}")

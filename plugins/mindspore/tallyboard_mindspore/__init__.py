@@ -46,11 +46,14 @@ def convert_graph(value: Any) -> bytes:
 
 
 def graph_from_row(row: dict[str, Any]) -> tuple[str, bytes]:
-    """A decoded graph row (``data``: a serialized ``GraphProto``) as the ``ModelProto`` bytes
-    ``add_value('graph', ...)`` takes (its field 4, ``graph``)."""
-    from tallyboard.records.wire import field_bytes
+    """A graph row without its payload (JSONL's: ``data``, a serialized ``GraphProto``) as the
+    kind's payload, those bytes."""
+    return row["tag"], bytes(row["data"])
 
-    return row["tag"], field_bytes(4, bytes(row["data"]))
+
+def graph_row(graph_proto: bytes) -> dict[str, Any]:
+    """The anf_graph kind's row: ``data``, its payload (a serialized anf_ir ``GraphProto``)."""
+    return {"data": graph_proto}
 
 
 @hookimpl
@@ -60,6 +63,8 @@ def register_kinds(register: Any) -> None:
             name="anf_graph",
             convert=convert_graph,
             description="MindSpore anf_ir graph (ModelProto bytes)",
+            payload=bytes,
+            to_row=graph_row,
             from_row=graph_from_row,
         )
     )

@@ -2,10 +2,10 @@
 
 Each decoder is called as ``decode(value, step, wall_time)`` with a
 :class:`~tallyboard_mindspore.reader.MindSporeValue` and returns the kind's payload (scalar: a
-float, the reader's columns; tensor: a numpy array; histogram: a :class:`MindSporeHistogram`),
-or a row (a dict) where no payload fits (an image: its table has no ``sample``, and
-``from_row`` keeps its PNG bytes; a histogram of no finite value; the anf graph: the
-serialized message; lineage kinds return theirs, the serialized message), or None when the value is not of its kind. Rows carry the same columns
+float, the reader's columns; tensor: a numpy array; histogram: a :class:`MindSporeHistogram`;
+anf_graph and the lineage kinds: the serialized message), or a row (a dict) where no payload
+fits (an image: its table has no ``sample``, and ``from_row`` keeps its PNG bytes; a histogram
+of no finite value), or None when the value is not of its kind. Rows carry the same columns
 as the ``tfevents`` decoders of the same kind, so one table can hold both formats and a row can
 be turned back into a value.
 """
@@ -163,11 +163,12 @@ _STATS = ("min", "max", "num", "sum", "sum_squares")
 _COUNTS = ("nan_count", "pos_inf_count", "neg_inf_count")
 
 
-def decode_graph(value: Any, step: int, wall_time: float) -> dict[str, Any] | None:
-    """An ``Event.graph_def`` as ``{"data": serialized anf_ir GraphProto}``."""
+def decode_graph(value: Any, step: int, wall_time: float) -> bytes | None:
+    """An ``Event.graph_def`` as the anf_graph kind's payload, the serialized anf_ir
+    ``GraphProto`` (its row, ``data``, is the kind's: ``tallyboard_mindspore.graph_row``)."""
     if value.event_field != GRAPH_EVENT_FIELD:
         return None
-    return {"data": bytes(value.data)}
+    return bytes(value.data)
 
 
 def lineage_decoder(event_field: int) -> Callable[[Any, int, float], bytes | None]:
