@@ -383,8 +383,9 @@ def tb(logdirs: Logdirs) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def tb_integrations(logdirs: Logdirs) -> Iterator[Any]:
+def tb_integrations(logdirs: Logdirs, page: Any) -> Iterator[Any]:
     """TensorBoard over the MindSpore, Lightning, Hugging Face and Keras runs."""
+    page.goto("about:blank")  # nothing drawing in the browser while the runs are finished
     with tensorboard_server(logdirs.integrations_done()) as server:
         wait_plugins_enabled(server, ["scalars", "graphs", "hparams", "histograms"])
         yield server
@@ -733,7 +734,10 @@ def test_mesh(page: Any, tb: Any, tmp_path: Path) -> None:
         wait_rendered(canvas, dash, "mesh")
         wait_colours(page, canvas.first, 20, "mesh")
 
-    run_check(page, "mesh", tmp_path, body)
+    try:
+        run_check(page, "mesh", tmp_path, body)
+    finally:  # unload the app: its animation would hold the renderer for the rest of the module
+        page.goto("about:blank")
 
 
 def test_error_text_check_fails_on_visible_error_only(page: Any, tb: Any, tmp_path: Path) -> None:
