@@ -411,8 +411,9 @@ def test_lineage_goes_to_jsonl_by_its_rows_and_back_to_a_lineage_file_byte_for_b
     for kind in kinds:
         assert there.converted.get(kind) == 1 and back.converted.get(kind) == 1, (there, back)
     lines = [json.loads(x) for x in (tmp_path / "jsonl" / "records.jsonl").read_text().splitlines()]
-    assert [x["kind"] for x in lines] == list(kinds)
-    assert all(x["value"]["data"]["path"].startswith("blobs/") for x in lines)
+    # the lineage file's hyper-parameters (the hparams kind's row, made by the reader) too
+    assert sorted(x["kind"] for x in lines) == sorted(["hparams", *kinds])
+    assert all(x["value"]["data"]["path"].startswith("blobs/") for x in lines if x["kind"] in kinds)
 
     def messages(run: Path) -> list[bytes]:
         (path,) = run.glob("*_lineage")
@@ -513,3 +514,42 @@ def test_sync_sends_the_payloads_decoders_give(tmp_path: Path) -> None:
         event.tensor_proto.string_val
         == read(str(_FIXTURES / "torch"), kind="custom_scalars")["data"].tolist()
     )
+
+
+def test_hparams_are_their_payload_and_go_to_jsonl_and_back_by_their_rows(tmp_path: Path) -> None:
+    """The hparams decoder gives an HParamsSummary carrying the file's plugin data; the kind's
+    row (part, hparams, content) is declared once, so JSONL holds hparams with no encoder of its
+    own: the experiment and session end come back byte for byte, the session start's values as
+    they were."""
+    from tallyboard_hparams import HParamsSummary
+    from tensorboard.backend.event_processing import plugin_event_accumulator as pea
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    source = _FIXTURES / "torch" / "hparams_run"
+    there = convert(source, tmp_path / "jsonl", to="jsonl")
+    back = convert(tmp_path / "jsonl", tmp_path / "back", to="tfevents")
+    assert there.converted.get("hparams") == back.converted.get("hparams") == 3, (there, back)
+
+    def parts(run: Path) -> dict[str, Any]:
+        acc = pea.EventAccumulator(str(run))
+        acc.Reload()
+        out = {}
+        for tag, content in acc.PluginTagToContent("hparams").items():
+            data = plugin_data_pb2.HParamsPluginData.FromString(content)
+            out[data.WhichOneof("data")] = (tag, content, data)
+        return out
+
+    before, after = parts(source), parts(tmp_path / "back")
+    assert sorted(after) == ["experiment", "session_end_info", "session_start_info"]
+    for part in ("experiment", "session_end_info"):
+        assert after[part][:2] == before[part][:2]
+    start, start_back = before["session_start_info"][2], after["session_start_info"][2]
+    assert dict(start_back.session_start_info.hparams) == dict(start.session_start_info.hparams)
+    for run in (source, tmp_path / "jsonl", tmp_path / "back"):
+        table = read(str(run), kind="hparams").drop(columns="run").to_dict("records")
+        assert table == [{"bs": 16.0, "flag": 1.0, "lr": 0.01, "opt": "adam", "hparam/score": 0.75}]
+    kind = get_registry().kinds["hparams"]
+    logged = HParamsSummary("session_start_info", {"lr": 0.1, "opt": "sgd"})
+    assert kind.to_row(logged)["hparams"] == {"lr": 0.1, "opt": "sgd"}
+    with pytest.raises(ValueError, match="holds no experiment"):
+        kind.to_row(HParamsSummary("raw", content=b""))

@@ -253,6 +253,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "tallyboard_audio.encoded": ("EncodedAudio",),
     "tallyboard_pr_curve.compute": ("PrCurve",),
     "tallyboard_custom_scalars.message": ("ChartLayout",),
+    "tallyboard_hparams": ("HParamsSummary",),
 }
 
 

@@ -26,6 +26,12 @@ def _from_row(row: dict[str, Any]) -> tuple[str, HParamsSummary]:
     return row["tag"], HParamsSummary("session_start_info", hparams)
 
 
+def _row(summary: HParamsSummary) -> dict[str, Any]:
+    from .tfevents import row
+
+    return row(summary)
+
+
 @hookimpl
 def register_kinds(register: Any) -> None:
     register(
@@ -34,6 +40,8 @@ def register_kinds(register: Any) -> None:
             convert=convert,
             methods={"add_hparams": add_hparams},
             read_table=per_run,
+            payload=HParamsSummary,
+            to_row=_row,
             from_row=_from_row,
             description="hyper-parameters and metrics of a trial",
         )

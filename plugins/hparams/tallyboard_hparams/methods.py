@@ -22,7 +22,8 @@ class HParamsSummary:
     ``part`` is ``"experiment"`` (``hparams`` holds the values whose names and types declare the
     hyper-parameters, ``metrics`` the metric tags, ``domains`` the discrete domains),
     ``"session_start_info"`` (``hparams`` holds the values) or ``"session_end_info"``;
-    ``"raw"`` carries a ready serialized ``HParamsPluginData`` in ``content``.
+    ``"raw"`` carries a ready serialized ``HParamsPluginData`` in ``content``; a summary read
+    from a file carries the file's there too (its row shows it), whatever its part.
     """
 
     part: str
