@@ -1,5 +1,5 @@
-"""A TCP forwarder on 127.0.0.1 between a client and a server (moto's S3), for tests that count,
-log or stall what crosses it, and moto's S3 server behind one."""
+"""A TCP forwarder on 127.0.0.1 between a client and a server (moto's S3, MLflow), for tests that
+count, log, stall or cut what crosses it, and moto's S3 server behind one."""
 
 from __future__ import annotations
 
@@ -58,6 +58,30 @@ class Forwarder:
         self._server.close()
         for s in self._open:
             s.close()
+
+
+class Outage(Forwarder):
+    """A forwarder that can be cut, as when the server behind it dies: its port refuses new
+    connections and the open ones are reset (:meth:`cut`); :meth:`restore` listens on the same
+    port again, as the server started again would. The server itself stays up."""
+
+    def cut(self) -> None:
+        try:
+            self._server.shutdown(socket.SHUT_RDWR)  # wakes the accept (close alone does not)
+        except OSError:
+            pass
+        self._server.close()
+        for s in self._open:
+            try:
+                s.shutdown(socket.SHUT_RDWR)  # wakes the pumps blocked in recv
+            except OSError:
+                pass
+            s.close()
+        self._open = []
+
+    def restore(self) -> None:
+        self._server = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, daemon=True).start()
 
 
 P = TypeVar("P", bound=Forwarder)

@@ -1,5 +1,7 @@
 """``tallyboard sync LOGDIR --to SINK``: local runs replayed into another sink, only what is new,
-against a real MLflow server stopped and restarted mid-sync, and into csv on remote storage."""
+into a real MLflow server that goes away mid-sync and comes back (the link to it cut and
+restored: its port refuses connections and open ones are reset, as when it dies; a real kill and
+restart is tests/test_mlflow_deadline.py's), and into csv on remote storage."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from mlflow_support import MlflowServer
 from tallyboard import SummaryWriter
 from tallyboard.cli import main as cli_main
 from tallyboard.reading.sync import STATE_FILE, SyncError, sync
+from tcp_proxy import Outage
 
 
 def _history(client: Any, run: Any, key: str) -> list[tuple[int, float]]:
@@ -54,7 +57,7 @@ def _sent(logdir: Path, to: str, run: str) -> int:
 # Waits: a dead server is waited for the whole deadline, so the phases where it is dead use a
 # short one; a sync cut mid-way needs one patient enough for a loaded machine while the server
 # still answers (each confirmed flush of 1,000 values waits at most the deadline), waited in full
-# once when it dies: 12 s, not the default 30 s.
+# once when it goes away: 12 s, not the default 30 s.
 SHORT = {"TALLYBOARD_MLFLOW_DEADLINE": "2"}
 PATIENT = {"TALLYBOARD_MLFLOW_DEADLINE": "12"}
 
@@ -71,9 +74,10 @@ def test_sync_fills_what_the_live_sink_could_not_send_once_mlflow_is_back(
     (tmp_path / "server").mkdir()
     server = MlflowServer(tmp_path / "server")
     url = server.start()
-    to = f"mlflow+{url}"
+    link = Outage(("127.0.0.1", server.port))  # the sinks' way to the server, cut and restored
+    to = f"mlflow+http://127.0.0.1:{link.port}"
     logdir = tmp_path / "proj"
-    client = MlflowClient(url)
+    client = MlflowClient(url)  # the test's own way, never cut
     _warm(client)
     try:
         # a live run: the server dies after 100 of its 300 values
@@ -87,7 +91,7 @@ def test_sync_fills_what_the_live_sink_could_not_send_once_mlflow_is_back(
         while _stored(client, "run1", "loss") < 100:
             assert time.monotonic() < waited, "the first 100 values never reached MLflow"
             time.sleep(0.2)
-        server.kill()
+        link.cut()  # MLflow is gone for the writer
         for step in range(100, 300):
             w.add_scalar("loss", step / 7, step)
         with warnings.catch_warnings(record=True) as caught:
@@ -106,8 +110,7 @@ def test_sync_fills_what_the_live_sink_could_not_send_once_mlflow_is_back(
         assert down.returncode == 1, down.stderr[-2000:]
         assert "run it again to go on" in down.stderr
 
-        server.start()
-        _warm(client)
+        link.restore()
         monkeypatch.setenv("TALLYBOARD_MLFLOW_DEADLINE", PATIENT["TALLYBOARD_MLFLOW_DEADLINE"])
         assert cli_main(["sync", str(logdir), "--to", to]) == 0
         capsys.readouterr()
@@ -121,10 +124,11 @@ def test_sync_fills_what_the_live_sink_could_not_send_once_mlflow_is_back(
         assert run.data.params == {"layers": "3", "lr": "0.1"}  # as given live
         assert run.info.run_name == "run1" and run.info.status == "FINISHED"
     finally:
+        link.close()
         server.stop()
 
 
-def test_sync_cut_by_a_server_dying_mid_sync_goes_on_where_it_stopped(
+def test_sync_cut_by_mlflow_going_away_mid_sync_goes_on_where_it_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from mlflow.tracking import MlflowClient
@@ -138,8 +142,9 @@ def test_sync_cut_by_a_server_dying_mid_sync_goes_on_where_it_stopped(
             b.add_scalar("x", step * 0.5, step)
         b.add_scalars("acc", {"train": 0.5, "val": 0.25}, 3)
     url = server.start()
-    to = f"mlflow+{url}"
-    client = MlflowClient(url)
+    link = Outage(("127.0.0.1", server.port))  # the sync's way to the server, cut and restored
+    to = f"mlflow+http://127.0.0.1:{link.port}"
+    client = MlflowClient(url)  # the test's own way, never cut
     _warm(client)
     try:
         proc = subprocess.Popen(
@@ -155,7 +160,7 @@ def test_sync_cut_by_a_server_dying_mid_sync_goes_on_where_it_stopped(
                 assert proc.poll() is None, proc.communicate()[1][-2000:]
                 assert time.monotonic() < deadline, "no batch confirmed in time"
                 time.sleep(0.02)
-            server.kill()  # mid-sync
+            link.cut()  # mid-sync
             _, err = proc.communicate(timeout=300)
         finally:
             if proc.poll() is None:
@@ -166,8 +171,7 @@ def test_sync_cut_by_a_server_dying_mid_sync_goes_on_where_it_stopped(
         before = _sent(logdir, to, "big")
         assert 0 < before < total, before
 
-        server.start()
-        _warm(client)
+        link.restore()
         monkeypatch.setenv("TALLYBOARD_MLFLOW_DEADLINE", PATIENT["TALLYBOARD_MLFLOW_DEADLINE"])
         assert cli_main(["sync", str(logdir), "--to", to]) == 0
         assert f"{before} sent before" in capsys.readouterr().out
@@ -184,6 +188,7 @@ def test_sync_cut_by_a_server_dying_mid_sync_goes_on_where_it_stopped(
             assert _history(client, runs[name], "acc") == [(3, value)]
         assert {r.info.status for r in runs.values()} == {"FINISHED"}
     finally:
+        link.close()
         server.stop()
 
 
