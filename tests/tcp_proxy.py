@@ -55,9 +55,13 @@ class Forwarder:
                     pass
 
     def close(self) -> None:
-        self._server.close()
-        for s in self._open:
+        """Stop listening and end every open connection; shut down first, since closing a
+        socket does not wake a thread blocked in its ``accept`` or ``recv``."""
+        for s in (self._server, *self._open):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
             s.close()
+        self._open = []
 
 
 class Outage(Forwarder):
@@ -66,18 +70,7 @@ class Outage(Forwarder):
     port again, as the server started again would. The server itself stays up."""
 
     def cut(self) -> None:
-        try:
-            self._server.shutdown(socket.SHUT_RDWR)  # wakes the accept (close alone does not)
-        except OSError:
-            pass
-        self._server.close()
-        for s in self._open:
-            try:
-                s.shutdown(socket.SHUT_RDWR)  # wakes the pumps blocked in recv
-            except OSError:
-                pass
-            s.close()
-        self._open = []
+        self.close()
 
     def restore(self) -> None:
         self._server = socket.create_server(("127.0.0.1", self.port))
