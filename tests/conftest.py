@@ -34,6 +34,11 @@ if (
 ONE_WORKER_MODULES = {"test_quantiles_example", "test_world_fixtures"}
 # Modules whose own module fixture is cheap next to their many independent tests: spread out.
 SPREAD_MODULES = {"test_docs"}  # a moto S3 server for its few s3 blocks
+# Tests that start a local Ray runtime (Ray allows its raylet a fixed 30 s to start): one after
+# another on one worker, never two runtimes starting side by side on a 2-core host.
+ONE_AFTER_ANOTHER = {
+    "ray": ("test_engine_ray.py", "test_raytune.py", "[docs/sweeps-beyond-one-machine.md:")
+}
 _SHARED_FIXTURE = re.compile(r"@pytest\.fixture\([^)]*scope=[\"'](module|session)[\"']")
 
 
@@ -75,13 +80,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Hand out ONE_WORKER_MODULES a module at a time and every other test one at a time."""
+    """Hand out ONE_WORKER_MODULES a module at a time, each ONE_AFTER_ANOTHER group whole, and
+    every other test one at a time."""
     if config.getvalue("dist") not in ("load", "loadgroup"):
         return None  # a --dist the caller chose
     from xdist.scheduler import LoadScopeScheduling
 
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
+            for scope, parts in ONE_AFTER_ANOTHER.items():
+                if any(part in nodeid for part in parts):
+                    return scope
             module = _module(nodeid)
             return module if _one_worker(module) else nodeid
 

@@ -22,6 +22,7 @@ from engine_support import (
     sweep,
     write_sweep,
 )
+from ray_support import ray_runtime
 from tallyboard import read
 from tallyboard.warn import ReadWarning
 
@@ -32,14 +33,11 @@ import tallyboard_ray  # noqa: E402
 
 @pytest.fixture(scope="module", autouse=True)
 def runtime() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = False
-    context.execution_options.preserve_order = True  # blocks in share order: read's rows
-    try:
+    with ray_runtime(num_cpus=2, logging_level="ERROR", log_to_driver=False):
+        context = ray.data.DataContext.get_current()
+        context.enable_progress_bars = False
+        context.execution_options.preserve_order = True  # blocks in share order: read's rows
         yield
-    finally:
-        ray.shutdown()
 
 
 def as_frame(ds: Any) -> Any:

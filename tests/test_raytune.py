@@ -13,31 +13,21 @@ from typing import Any
 
 import pytest
 from conftest import load_run
+from ray_support import ray_runtime as local_ray
 
 STATUS_SUCCESS, STATUS_FAILURE = 1, 2
 
 
 @pytest.fixture(scope="module")
 def ray_runtime() -> Iterator[None]:
-    import ray
     from ray import cloudpickle
 
     # the workers cannot import this test module: send its functions by value
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RAY_USAGE_STATS_ENABLED", "0")
         mp.setenv("TUNE_RESULT_BUFFER_LENGTH", "1")
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            log_to_driver=False,
-            configure_logging=False,
-        )
-        try:
+        with local_ray(num_cpus=2, log_to_driver=False, configure_logging=False):
             yield
-        finally:
-            ray.shutdown()
 
 
 def _trainable(config: dict[str, Any]) -> None:
