@@ -144,3 +144,39 @@ def test_array_rows_need_a_key_registered_for_arrays(tmp_path):
     with pytest.raises(ValueError, match="registered with arrays=True"):
         row_key(_sizes)  # one batch encoder, one kind of rows
     rf.close()
+
+
+class FailingOnce(LocalAppendFile):
+    """A disk whose first write fails (a full disk that is then cleared)."""
+
+    failed = False
+
+    def write(self, data: bytes) -> None:
+        if not self.failed:
+            self.failed = True
+            raise OSError(28, "No space left on device")
+        super().write(data)
+
+
+@pytest.mark.parametrize("after", ["bytes", "deferred"])
+def test_after_its_error_is_raised_the_file_takes_records_again(tmp_path, after):
+    rf = RecordFile(FailingOnce(str(tmp_path / "f")), max_queue=100, flush_secs=3600)
+    rf.write(b"lost")
+    with pytest.raises(OSError, match="No space"):
+        rf.flush()  # the error reaches the caller once
+    record = b"kept" if after == "bytes" else Deferred(lambda: b"kept", (), 4)
+    rf.write(record)
+    rf.write(Deferred(lambda: b"also", (), 4))
+    rf.close()
+    assert records((tmp_path / "f").read_bytes()) == [b"kept", b"also"]
+
+
+def test_a_closed_file_refuses_deferred_records_and_other_types_are_named(tmp_path):
+    rf = RecordFile(LocalAppendFile(str(tmp_path / "f")), max_queue=100, flush_secs=3600)
+    with pytest.raises(TypeError, match="or a Deferred, got str"):
+        rf.write("text")  # type: ignore[arg-type]
+    rf.write(bytearray(b"ok"))
+    rf.close()
+    with pytest.raises(ValueError, match="closed"):
+        rf.write(Deferred(lambda: b"late", (), 4))
+    assert records((tmp_path / "f").read_bytes()) == [b"ok"]

@@ -299,6 +299,8 @@ COPY_DEVICE_VALUES: bool | str = "arrays"
 
 _pending: deque[Pending] = deque()
 _jax_types: set[type] = set()  # types found to be jax arrays or tracers
+#: The dtypes a device scalar is most often logged in, known to be real (one set look).
+_real_dtypes = {np.dtype(name) for name in ("float32", "float64", "float16", "int32", "int64")}
 
 
 def on_device(value: Any) -> bool:
@@ -526,16 +528,18 @@ def defer_floats(
     makes = []
     nbytes: list[int] | None = []
     for value, arg, wrap in items:
-        if type(value).__module__.startswith("torch"):
-            size, real = value.numel(), not value.is_complex()
-            nbytes = None
-        else:  # each attribute read once: every look at a jax value costs while a step runs
+        tp = type(value)
+        if tp in _jax_types or not tp.__module__.startswith("torch"):  # jax: each attribute read
+            # once, as every look at a jax value costs while a step runs
             shape, dtype = value.shape, value.dtype
-            size = math.prod(shape)
-            real = dtype.kind in "biuf" or "float" in dtype.name
+            one = shape == () or math.prod(shape) == 1
+            real = dtype in _real_dtypes or dtype.kind in "biuf" or "float" in dtype.name
             if nbytes is not None:
                 nbytes.append(dtype.itemsize)
-        if size != 1:
+        else:  # a CUDA tensor
+            one, real = value.numel() == 1, not value.is_complex()
+            nbytes = None
+        if not one:
             raise ValueError(f"{arg} must hold exactly one element, got shape {tuple(value.shape)}")
         if not real:
             raise TypeError(f"{arg} must be a real number, got dtype {value.dtype}")

@@ -160,30 +160,29 @@ class RecordFile:
                 self._count += 1
                 self._handoff()  # wait for room now, not max_queue records later
                 return
-        else:
-            self._raise_if_failed()
-            if type(record) is bytes:  # the error was raised before: accept records again
-                self._accepting = True
-                self.write(record)
-                return
-            if not isinstance(record, Deferred):
-                if isinstance(record, (bytes, bytearray, memoryview)):
-                    self.write(bytes(record), size)
-                    return
-                raise TypeError(
-                    "a record file takes the bytes of one record (an encoder for this sink "
-                    "returns bytes: for the tfevents sink, one serialized Event, as "
-                    f"tallyboard_tfevents.encoding.summary_event makes) or a Deferred, got "
-                    f"{type(record).__name__}"
-                )
-            hint = size if size is not None else getattr(record, "size_hint", 0)
-            self._bytes_in += hint - ROW_BYTES
+        elif type(record) is Deferred and self._accepting:  # an encode postponed (a device value)
+            self._bytes_in += (record.size_hint if size is None else size) - ROW_BYTES
             self._deferred += 1
             self._pending.append(record)
             if self._bytes_in - self._bytes_out > self._max_pending_bytes:
                 self._count += 1
                 self._handoff()  # a large record: wait for room now, not max_queue records later
                 return
+        else:
+            self._raise_if_failed()
+            if type(record) is bytes or type(record) is Deferred:
+                self._accepting = True  # the error was raised before: accept records again
+                self.write(record, size)
+                return
+            if isinstance(record, (bytes, bytearray, memoryview)):
+                self.write(bytes(record), size)
+                return
+            raise TypeError(
+                "a record file takes the bytes of one record (an encoder for this sink "
+                "returns bytes: for the tfevents sink, one serialized Event, as "
+                f"tallyboard_tfevents.encoding.summary_event makes) or a Deferred, got "
+                f"{type(record).__name__}"
+            )
         self._count += 1
         if self._count >= self._max_queue:
             self._handoff()
