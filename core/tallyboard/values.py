@@ -529,9 +529,10 @@ def defer_floats(
     nbytes: list[int] | None = []
     for value, arg, wrap in items:
         tp = type(value)
-        if tp in _jax_types or not tp.__module__.startswith("torch"):  # jax: each attribute read
-            # once, as every look at a jax value costs while a step runs
-            shape, dtype = value.shape, value.dtype
+        if tp in _jax_types or not tp.__module__.startswith("torch"):  # jax: as few looks at
+            # the value as can be (each costs while a step runs): its aval holds shape and dtype
+            aval = getattr(value, "aval", value)
+            shape, dtype = aval.shape, aval.dtype
             one = shape == () or math.prod(shape) == 1
             real = dtype in _real_dtypes or dtype.kind in "biuf" or "float" in dtype.name
             if nbytes is not None:
