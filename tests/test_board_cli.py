@@ -412,3 +412,43 @@ def test_ctrl_c_while_serve_is_still_starting_stops_it_quietly(logdir: Path) -> 
     assert proc.returncode == 0
     assert "Traceback" not in proc.stderr.read()
     proc.stderr.close()
+
+
+def test_ctrl_c_while_serve_still_watches_thousands_of_runs_stops_it_quietly(
+    tmp_path: Path,
+) -> None:
+    # The kernel watch over a local log dir is set up folder by folder on its own thread; Ctrl-C
+    # as soon as every run is listed lands while it is still at it: no traceback, status 0.
+    with SummaryWriter(tmp_path / "first") as w:
+        w.add_scalar("loss", 0.5, 0)
+    (event,) = (tmp_path / "first").iterdir()
+    for i in range(1, 2000):
+        run = tmp_path / f"run{i:04d}"
+        run.mkdir()
+        (run / event.name).write_bytes(event.read_bytes())
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tallyboard", "serve", str(tmp_path), "--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+
+        def listed() -> int:  # a new channel each time: a refused one waits a second to retry
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                stub = pb_grpc.TensorBoardDataProviderStub(channel)
+                try:
+                    return len(stub.ListRuns(pb.ListRunsRequest(), timeout=30).runs)
+                except grpc.RpcError:  # not listening yet
+                    return 0
+
+        wait_until(lambda: listed() == 2000, 60, "every run listed", every=0.01)
+        proc.send_signal(signal.SIGINT)
+        _stopped_within(proc, 10, "tallyboard serve")
+        assert proc.returncode == 0
+        err = proc.stderr.read()
+        assert "Traceback" not in err and "Exception" not in err, err
+    finally:
+        if proc.poll() is None:
+            stop_process_group(proc, 10)
+        proc.stderr.close()

@@ -39,15 +39,18 @@ class Follow:
         if watch is None:
             return
         try:
-            if not _watch_tree(watch, logdir):
+            if not _watch_tree(watch, logdir, self._stop):
                 return
             self.watching.set()
             while not self._stop.wait(EVERY):
-                got = watch.changes()
+                try:
+                    got = watch.changes()
+                except ValueError:  # its instance was closed under it: the interpreter exits
+                    return
                 if not (got.lost or got.folders or got.files):
                     continue
                 for path in got.created:  # a new run's folder: watched too
-                    if os.path.isdir(path) and not _watch_tree(watch, path):
+                    if os.path.isdir(path) and not _watch_tree(watch, path, self._stop):
                         return
                 changed()
         finally:
@@ -59,9 +62,12 @@ class Follow:
         self._stop.set()
 
 
-def _watch_tree(watch: Watch, root: str) -> bool:
-    """Watch every folder under ``root``; False when one cannot be watched."""
+def _watch_tree(watch: Watch, root: str, stop: threading.Event) -> bool:
+    """Watch every folder under ``root``; False when one cannot be watched, or once ``stop`` is
+    set (a tree of thousands of runs takes a while)."""
     for folder, _, _ in os.walk(root):
+        if stop.is_set():
+            return False
         try:
             dev = os.stat(folder).st_dev
         except OSError:  # gone since listed: its parent's events say so

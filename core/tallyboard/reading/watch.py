@@ -108,6 +108,8 @@ class Watch:
             return True  # gone since listed: its parent's events say so
         except OSError:  # ENOSPC: max_user_watches reached; EACCES
             return False
+        except ValueError:  # the instance was closed meanwhile (close(), or at the exit)
+            return False
         paths = self._paths.setdefault(wd, [])
         if path not in paths:
             paths.append(path)
