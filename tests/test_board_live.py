@@ -542,3 +542,26 @@ def test_the_status_of_a_log_dir_that_is_not_a_directory_is_not_found() -> None:
     assert loader_module._status(ValueError(message)) == "NOT_FOUND"  # readers before it
     assert loader_module._status(PermissionError("Access Denied")) == "PERMISSION_DENIED"
     assert loader_module._status(ValueError("other")) == "UNAVAILABLE"
+
+
+def test_a_tree_that_cannot_be_watched_whole_is_said_once_and_polled(
+    tmp_path: Path, provider: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    from tallyboard.reading.watch import Watch
+
+    for name in ("a", "b", "c"):
+        with SummaryWriter(tmp_path / name) as w:
+            w.add_scalar("loss", 1.0, 0)
+    monkeypatch.setattr(Watch, "share", 1e-9)  # no watch left for this tree: a budget of 0
+    with caplog.at_level("WARNING", logger="tallyboard.board"):
+        server, stub = provider(str(tmp_path), follow=True, reload=0.2)
+        assert server.wait_loaded(30)
+        wait_until(lambda: server.loader._follow is not None, 30, "the follow thread")
+        wait_until(lambda: "not as they happen" in caplog.text, 30, "the notice")
+        with SummaryWriter(tmp_path / "d") as w:  # still read, at the next reload
+            w.add_scalar("loss", 2.0, 0)
+        wait_until(lambda: ("d", "loss") in scalars(stub), 30, "the new run")
+    said = [r.getMessage() for r in caplog.records if "not as they happen" in r.getMessage()]
+    assert len(said) == 1, said
+    assert "read every 0.2 s (--reload)" in said[0] and str(tmp_path) in said[0]
+    assert "fs.inotify.max_user_watches" in said[0]

@@ -35,7 +35,7 @@ import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any, cast
 
 import numpy as np
@@ -332,7 +332,7 @@ class Loader:
                 if interval <= 0:
                     return
                 if follow and self._follow is None and not paths.is_url(self.logdir):
-                    self._follow = Follow(self.logdir, self.changed)
+                    self._follow = Follow(self.logdir, self.changed, self._not_followed(interval))
                     if self._stop.is_set():  # stop() came before it was there to stop
                         self._follow.stop()
                 if self._rest(interval):
@@ -340,6 +340,18 @@ class Loader:
         finally:
             if self._follow is not None:
                 self._follow.stop()
+
+    def _not_followed(self, interval: float) -> Callable[[], None]:
+        def say() -> None:
+            log.warning(
+                "changes under %s are read every %g s (--reload), not as they happen: its "
+                "folders cannot all be watched (a network file system, or too few inotify "
+                "watches: sysctl fs.inotify.max_user_watches)",
+                self.logdir,
+                interval,
+            )
+
+        return say
 
     def _rest(self, interval: float) -> bool:
         """Wait ``interval`` seconds before the next pass, less when woken or when a change
