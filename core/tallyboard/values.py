@@ -299,8 +299,6 @@ COPY_DEVICE_VALUES: bool | str = "arrays"
 
 _pending: deque[Pending] = deque()
 _jax_types: set[type] = set()  # types found to be jax arrays or tracers
-#: The dtypes a device scalar is most often logged in, known to be real (one set look).
-_real_dtypes = {np.dtype(name) for name in ("float32", "float64", "float16", "int32", "int64")}
 
 
 def on_device(value: Any) -> bool:
@@ -534,7 +532,7 @@ def defer_floats(
             aval = getattr(value, "aval", value)
             shape, dtype = aval.shape, aval.dtype
             one = shape == () or math.prod(shape) == 1
-            real = dtype in _real_dtypes or dtype.kind in "biuf" or "float" in dtype.name
+            real = dtype.kind in "biuf" or "float" in dtype.name
             if nbytes is not None:
                 nbytes.append(dtype.itemsize)
         else:  # a CUDA tensor
