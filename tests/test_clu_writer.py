@@ -206,7 +206,15 @@ def test_bad_input_names_the_argument(metric_writers, tmp_path):
         with pytest.raises(ValueError, match=r"scalars\['a'\] must hold exactly one element"):
             writer.write_scalars(0, {"a": jnp.ones(3)})
         writer.write_scalars(1, {"a": 1.0})
-    assert [e.value for e in load_run(tmp_path).Scalars("a")] == [1.0]
+        writer.write_scalars(2, {"a": jnp.float32(2)})  # jax's array type is known from here on
+        # a call refused in part writes none of its values
+        with pytest.raises(ValueError, match=r"scalars\['b'\] must hold exactly one element"):
+            writer.write_scalars(3, {"a": jnp.float32(3), "b": jnp.ones(2)})
+        with pytest.raises(TypeError, match=r"scalars\['c'\] must be a real number.*complex"):
+            writer.write_scalars(3, {"a": jnp.float32(3), "c": jnp.complex64(1)})
+        with pytest.raises(TypeError, match="scalars keys must be str, got int: 1"):
+            writer.write_scalars(3, {"a": jnp.float32(3), 1: jnp.float32(1)})
+    assert [(e.step, e.value) for e in load_run(tmp_path).Scalars("a")] == [(1, 1.0), (2, 2.0)]
 
 
 def test_hparams_are_flattened_as_clu_flattens_them(metric_writers, tmp_path):

@@ -299,6 +299,10 @@ COPY_DEVICE_VALUES: bool | str = "arrays"
 
 _pending: deque[Pending] = deque()
 _jax_types: set[type] = set()  # types found to be jax arrays or tracers
+_tracer_types: set[type] = set()  # those of them that are tracers
+#: How many entries ``_pending`` may hold before the call tidies it (drops those the writers
+#: have made): tidying every call cost a caller a few microseconds while a step runs.
+_TIDY_AT = 64
 
 
 def on_device(value: Any) -> bool:
@@ -314,6 +318,8 @@ def on_device(value: Any) -> bool:
         jax = sys.modules.get("jax")
         found = jax is not None and isinstance(value, (jax.Array, jax.core.Tracer))
         if found and len(_jax_types) < 64:
+            if isinstance(value, jax.core.Tracer):  # type: ignore[union-attr]
+                _tracer_types.add(tp)
             _jax_types.add(tp)
         return found
     if module.startswith("torch"):
@@ -334,14 +340,19 @@ class Pending:
         nbytes: The value's size on the host, for the writer's bound on pending bytes.
     """
 
-    __slots__ = ("_make", "_copy", "_value", "_error", "nbytes", "label")
+    __slots__ = ("_make", "_source", "_event", "_value", "_error", "nbytes", "label")
 
-    def __init__(self, make: Callable[[np.ndarray], Any], copy: _HostCopy) -> None:
+    def __init__(
+        self, make: Callable[[np.ndarray], Any], source: Any, nbytes: int, event: Any = None
+    ) -> None:
         self._make: Callable[[np.ndarray], Any] | None = make
-        self._copy: _HostCopy | None = copy
+        #: What the host array is read from: the jax array (or its copy on its device), a host
+        #: array read in the call, or a torch tensor in pinned memory whose copy ``_event`` ends.
+        self._source: Any = source
+        self._event: Any = event
         self._value: Any = None
         self._error: BaseException | None = None
-        self.nbytes = copy.nbytes
+        self.nbytes = nbytes
         #: Where the value was logged, ``(tag, step)``, for the message when it is lost.
         self.label: tuple[Any, Any] | None = None
 
@@ -353,44 +364,36 @@ class Pending:
     def drop(self) -> None:
         """Forget the value unmade (a writer that writes nothing): it no longer counts as
         pending, and its device buffer is let go."""
-        self._make = self._copy = None
+        self._make = self._source = self._event = None
 
     def result(self) -> Any:
         """The payload: made from the host copy on the first call, the same afterwards; the
         error of making it is raised by every call."""
-        make, copy = self._make, self._copy
-        if make is not None and copy is not None:
+        make = self._make
+        if make is not None:
             try:
-                self._value = make(copy.get(self.label))
+                self._value = make(self._host())
             except BaseException as exc:
                 self._error = exc
-            self._make = self._copy = None
+            self._make = self._source = self._event = None
         if self._error is not None:
             raise self._error
         return self._value
 
-
-class _HostCopy:
-    """A device array whose copy to the host has started; ``get()`` waits for it."""
-
-    __slots__ = ("source", "nbytes", "_event")
-
-    def __init__(self, source: Any, nbytes: int, event: Any = None) -> None:
-        self.source = source
-        self.nbytes = nbytes
-        self._event = event
-
-    def get(self, label: tuple[Any, Any] | None = None) -> np.ndarray:
+    def _host(self) -> np.ndarray:
+        """The value on the host, waiting for the device to finish it."""
+        source = self._source
         if self._event is not None:  # torch CUDA: the non-blocking copy into pinned memory
             self._event.synchronize()
-            return _from_torch(self.source)
-        if type(self.source) is np.ndarray:  # read in the call: the value was computed
-            return self.source
+            return _from_torch(source)
+        if type(source) is np.ndarray:  # read in the call: the value was computed
+            return source
         try:
-            return np.asarray(self.source)
+            return np.asarray(source)
         except RuntimeError as exc:
-            if not self.source.is_deleted():
+            if not source.is_deleted():
                 raise
+            label = self.label
             where = "" if label is None else f" as {label[0]!r} at step {label[1]}"
             message = (
                 f"the jax value logged{where} was deleted or donated (jax.jit donate_argnums) "
@@ -406,11 +409,11 @@ class _HostCopy:
 
 def _start_jax(
     values: Sequence[Any], nbytes: list[int] | None = None, scalars: bool = False
-) -> list[_HostCopy]:
-    """The host copies of jax ``values``: made now for a value already computed; for one still
-    being computed, a reference the writer's side reads (with :data:`COPY_DEVICE_VALUES`, a
-    copy on its device, made in one dispatch for all, that outlives a later ``delete()`` or
-    donation of the original). ``nbytes``: each value's size when the caller knows it (every
+) -> list[tuple[Any, int]]:
+    """Where to read jax ``values`` from, with their sizes: a host copy made now for a value
+    already computed; for one still being computed, a reference the writer's side reads (with
+    :data:`COPY_DEVICE_VALUES`, a copy on its device, made in one dispatch for all, that
+    outlives a later ``delete()`` or donation of the original). ``nbytes``: each value's size when the caller knows it (every
     look at a jax value costs while a step runs); ``scalars``: every value holds one element."""
     jax = sys.modules["jax"]
     tracer = jax.core.Tracer
@@ -429,9 +432,9 @@ def _start_jax(
             )
         n = int(value.size) * value.dtype.itemsize if nbytes is None else nbytes[i]
         if value.is_ready():
-            out.append(_HostCopy(np.array(value, copy=True), n))
+            out.append((np.array(value, copy=True), n))
         else:
-            out.append(_HostCopy(value, n))
+            out.append((value, n))
             later.append(i)
     mode = COPY_DEVICE_VALUES
     if later and mode is not True:
@@ -442,11 +445,11 @@ def _start_jax(
         copies = jax.device_put([values[i] for i in later], may_alias=False)
         for i, copy in zip(later, copies):
             copy.copy_to_host_async()
-            out[i] = _HostCopy(copy, out[i].nbytes)
+            out[i] = (copy, out[i][1])
     return out
 
 
-def _start_torch_cuda(value: Any) -> _HostCopy:
+def _start_torch_cuda(value: Any) -> tuple[Any, int, Any]:
     """Untested here (no CUDA device): a non-blocking copy into pinned host memory, ordered on
     the tensor's current stream, and an event the writer's side waits on."""
     torch = sys.modules["torch"]
@@ -455,7 +458,7 @@ def _start_torch_cuda(value: Any) -> _HostCopy:
     host.copy_(tensor, non_blocking=True)
     event = torch.cuda.Event()
     event.record(torch.cuda.current_stream(tensor.device))
-    return _HostCopy(host, host.numel() * host.element_size(), event)
+    return host, host.numel() * host.element_size(), event
 
 
 def defer_device(
@@ -488,19 +491,19 @@ def _defer(
 ) -> list[Pending]:
     """:func:`defer_device` with one ``make`` per value (and, when known, their sizes)."""
     if nbytes is not None:  # jax scalars only, their sizes known (defer_floats): the common case
-        out = list(map(Pending, makes, _start_jax(values, nbytes, scalars=True)))
+        out = [Pending(m, *c) for m, c in zip(makes, _start_jax(values, nbytes, scalars=True))]
     else:
         jax_values = [v for v in values if not type(v).__module__.startswith("torch")]
         jax_copies = iter(_start_jax(jax_values)) if jax_values else iter(())
         out = []
         for value, maker in zip(values, makes, strict=True):
             if type(value).__module__.startswith("torch"):
-                copy = _start_torch_cuda(value)
+                out.append(Pending(maker, *_start_torch_cuda(value)))
             else:
-                copy = next(jax_copies)
-            out.append(Pending(maker, copy))
+                out.append(Pending(maker, *next(jax_copies)))
     _pending.extend(out)
-    _make_room()
+    if len(_pending) > _TIDY_AT or len(_pending) > MAX_PENDING_DEVICE_VALUES:
+        _make_room()
     return out
 
 
@@ -519,31 +522,73 @@ def defer_float(
 
 
 def defer_floats(
-    items: Sequence[tuple[Any, str, Callable[[float], Any] | None]],
+    items: Sequence[tuple[Any, str | tuple[str, Any], Callable[[float], Any] | None]],
 ) -> list[Pending]:
     """:func:`defer_float` of several ``(value, arg, wrap)`` at once: one copy on the device
-    for all of them (a step's metrics cost one dispatch)."""
+    for all of them (a step's metrics cost one dispatch). ``arg`` may be ``(name, key)`` for an
+    entry of a mapping argument, named ``name[key]`` in an error (the name made only then)."""
+    if COPY_DEVICE_VALUES is not True:
+        # The common case, jax arrays of types seen before and not copied on their device, in
+        # as few Python steps as can be: right after a step is dispatched, every line of the
+        # call runs on cold caches and costs microseconds (see docs/jax.md, "Measured").
+        out = []
+        for value, arg, wrap in items:
+            tp = type(value)
+            if tp not in _jax_types or tp in _tracer_types:
+                break  # a CUDA tensor, a tracer, a type not seen yet: the general road
+            aval = value.aval  # one look gives shape and dtype
+            shape, dtype = aval.shape, aval.dtype
+            if not (shape == () or math.prod(shape) == 1) or not (
+                dtype.kind in "biuf" or "float" in dtype.name
+            ):
+                _check_one_real(shape, dtype, arg)  # raises
+            # A value already computed is read now, safe from a later delete() or donation.
+            source = np.array(value, copy=True) if value.is_ready() else value
+            out.append(
+                Pending(_to_number if wrap is None else _number_maker(wrap), source, dtype.itemsize)
+            )
+        else:
+            _pending.extend(out)
+            n = len(_pending)
+            if n > _TIDY_AT or n > MAX_PENDING_DEVICE_VALUES:
+                _make_room()
+            return out
     makes = []
     nbytes: list[int] | None = []
     for value, arg, wrap in items:
         tp = type(value)
-        if tp in _jax_types or not tp.__module__.startswith("torch"):  # jax: as few looks at
-            # the value as can be (each costs while a step runs): its aval holds shape and dtype
+        if tp in _jax_types or not tp.__module__.startswith("torch"):
             aval = getattr(value, "aval", value)
             shape, dtype = aval.shape, aval.dtype
-            one = shape == () or math.prod(shape) == 1
-            real = dtype.kind in "biuf" or "float" in dtype.name
+            _check_one_real(shape, dtype, arg)
             if nbytes is not None:
                 nbytes.append(dtype.itemsize)
         else:  # a CUDA tensor
-            one, real = value.numel() == 1, not value.is_complex()
+            if value.numel() != 1:
+                raise ValueError(
+                    f"{_arg_name(arg)} must hold exactly one element, got shape {tuple(value.shape)}"
+                )
+            if value.is_complex():
+                raise TypeError(f"{_arg_name(arg)} must be a real number, got dtype {value.dtype}")
             nbytes = None
-        if not one:
-            raise ValueError(f"{arg} must hold exactly one element, got shape {tuple(value.shape)}")
-        if not real:
-            raise TypeError(f"{arg} must be a real number, got dtype {value.dtype}")
         makes.append(_to_number if wrap is None else _number_maker(wrap))
     return _defer(makes, [value for value, _, _ in items], nbytes)
+
+
+def _check_one_real(shape: tuple[int, ...], dtype: Any, arg: str | tuple[str, Any]) -> None:
+    """Raise ValueError unless ``shape`` holds one element; TypeError unless ``dtype`` is real (a
+    bool or integer, a float of any width, bfloat16 too)."""
+    if not (shape == () or math.prod(shape) == 1):
+        raise ValueError(
+            f"{_arg_name(arg)} must hold exactly one element, got shape {tuple(shape)}"
+        )
+    if not (dtype.kind in "biuf" or "float" in dtype.name):
+        raise TypeError(f"{_arg_name(arg)} must be a real number, got dtype {dtype}")
+
+
+def _arg_name(arg: str | tuple[str, Any]) -> str:
+    """``arg``, or ``name[key]`` for ``(name, key)``."""
+    return arg if type(arg) is str else f"{arg[0]}[{arg[1]!r}]"
 
 
 def _to_number(host: np.ndarray) -> float:

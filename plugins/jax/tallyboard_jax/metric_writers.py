@@ -31,6 +31,7 @@ from . import deferred
 __all__ = ["MetricWriter", "create_default_writer", "write_values"]
 
 _log = logging.getLogger("tallyboard_jax.metric_writers")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 class MetricWriter:
@@ -116,28 +117,33 @@ class MetricWriter:
         """Write one number per metric for ``step``: a point of each metric's line in the
         SCALARS tab. A jax array is read on the writer's side: the call never waits for the
         step that computes it."""
-        step = _step(step)
-        items = _mapping(scalars, "scalars")
+        if type(step) is not int or not _INT64_MIN <= step <= _INT64_MAX:
+            step = _step(step)
+        # Loops, not comprehensions, and an error's argument name made only for the error:
+        # right after a step is dispatched every line of the call costs (docs/jax.md, Measured)
+        items = scalars.items() if type(scalars) is dict else _mapping(scalars, "scalars")
         if self._wait:
-            items = [(k, self._host(v)) for k, v in items]
-        writer = self._writer
-        devices = [(k, v) for k, v in items if on_device(v)]
+            items = [(k, self._host(v)) for k, v in _mapping(scalars, "scalars")]
+        log = self._log
+        devices = []
+        for key, value in items:
+            if type(key) is not str:
+                _mapping(scalars, "scalars")  # raises, naming the key
+            if on_device(value):
+                devices.append((value, ("scalars", key), self._logged(step, key) if log else None))
         if devices:  # one call for all of them
-            log = self._log
-            pendings = defer_floats(
-                [(v, f"scalars[{k!r}]", self._logged(step, k) if log else None) for k, v in devices]
-            )
-            emit = (writer or _Nowhere()).emit_deferred
-            for (key, _), pending in zip(devices, pendings):
+            emit = (self._writer or _Nowhere()).emit_deferred
+            for (_, (_, key), _), pending in zip(devices, defer_floats(devices)):
                 emit("scalar", key, pending, step, None)
             if len(devices) == len(items):
                 return
+        writer = self._writer
         for key, value in items:
             if on_device(value):
                 continue
             if type(value) is not float:  # a number, a NumPy array
                 value = to_float(value, f"scalars[{key!r}]")
-            if self._log:
+            if log:
                 self._info(step, "%s", _shown(key, value))
             if writer is not None:
                 writer.add_scalar(key, value, step)
