@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 from collections import deque
@@ -290,6 +291,32 @@ def test_pending_values_stay_within_the_bound(logdir, monkeypatch):
             writer.add_scalar("x", number, i)
             assert len(values._pending) == min(i + 1, 4)
     assert [e.value for e in load_run(logdir).Scalars("x")] == [float(i) for i in range(20)]
+
+
+def test_a_value_asked_for_by_two_threads_at_once_is_made_once():
+    # The writer's thread and a caller at the bound may both ask for the oldest pending value:
+    # it is made (and a lost one warned of) once, and both get the same payload.
+    made, entered, release = [], threading.Event(), threading.Event()
+
+    def make(host):
+        made.append(host)
+        entered.set()
+        assert release.wait(10)
+        return float(host) * 2
+
+    (pending,) = values.defer_device(make, [jnp.float32(1.5)])
+    results = []
+    first = threading.Thread(target=lambda: results.append(pending.result()))
+    first.start()
+    assert entered.wait(10)
+    second = threading.Thread(target=lambda: results.append(pending.result()))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()  # it waits for the first
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert results == [3.0, 3.0] and len(made) == 1 and pending.done
 
 
 def test_a_writer_that_writes_nothing_keeps_no_device_value(logdir):

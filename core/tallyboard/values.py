@@ -13,6 +13,7 @@ import math
 import operator
 import os
 import sys
+import threading
 import time
 import warnings
 from collections import deque
@@ -298,6 +299,7 @@ MAX_PENDING_DEVICE_VALUES = 1024
 COPY_DEVICE_VALUES: bool | str = "arrays"
 
 _pending: deque[Pending] = deque()
+_making: dict[int, int] = {}  # id of a Pending being made -> the thread making it
 _jax_types: set[type] = set()  # types found to be jax arrays or tracers
 _tracer_types: set[type] = set()  # those of them that are tracers
 #: How many entries ``_pending`` may hold before the call tidies it (drops those the writers
@@ -368,14 +370,23 @@ class Pending:
 
     def result(self) -> Any:
         """The payload: made from the host copy on the first call, the same afterwards; the
-        error of making it is raised by every call."""
-        make = self._make
-        if make is not None:
+        error of making it is raised by every call. Two threads asking at once (the writer's,
+        and a caller at the bound) make it once: the second waits for the first."""
+        while self._make is not None:
+            me = threading.get_ident()
+            if _making.setdefault(id(self), me) != me:  # another thread makes it
+                time.sleep(0.0005)
+                continue
             try:
-                self._value = make(self._host())
-            except BaseException as exc:
-                self._error = exc
-            self._make = self._source = self._event = None
+                make = self._make
+                if make is not None:  # not made while this thread waited to claim it
+                    try:
+                        self._value = make(self._host())
+                    except BaseException as exc:
+                        self._error = exc
+                    self._make = self._source = self._event = None
+            finally:
+                del _making[id(self)]
         if self._error is not None:
             raise self._error
         return self._value
