@@ -230,13 +230,13 @@ class ValueRoad:
             routes = self._routes[kind, PENDING]
         except KeyError:
             routes = self._router.route((kind, PENDING))
-        failures = None
+        failures: list[tuple[Route, Exception]] = []
         for route in routes:
             try:
                 route[1](Deferred(route[0], value, payload.nbytes))
             except Exception as exc:  # the other sinks still get the value
-                failures = [*(failures or ()), (route, exc)]
-        if failures is not None:
+                failures.append((route, exc))
+        if failures:
             self._router.report(failures, value)
 
     def add_value(
