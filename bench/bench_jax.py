@@ -302,6 +302,8 @@ def loop_table(table: dict, step: Any, params: Any) -> None:
 
 def arrays(table: dict) -> None:
     for what, n in (("image", 100), ("histogram", 100)):
+        for make, convert in table.values():  # warm up every writer once (first imports)
+            heavy(make, convert, what, 5)
         print(
             f"\n## write_{what}s of jax arrays ({n} calls; "
             f"{'64x64x3 floats' if what == 'image' else '100,000 values'})"
