@@ -63,6 +63,26 @@ def test_scalars_are_float32_tensors_as_tensorflow_writes_them(tmp_path):
         assert run.SummaryMetadata(tag).plugin_data.plugin_name == "scalars"
 
 
+def test_a_bad_scalar_names_flaxs_argument_and_costs_no_other_value(tmp_path):
+    writer = SummaryWriter(tmp_path)
+    writer.scalar("loss", jnp.float32(0.5), 0)
+    with pytest.raises(ValueError, match=r"value must hold exactly one element, got shape \(3,\)"):
+        writer.scalar("loss", jnp.ones(3), 1)  # a jax array: checked in the call, not waited for
+    with pytest.raises(TypeError, match="value must be a real number, got dtype complex64"):
+        writer.scalar("loss", jnp.complex64(1), 1)
+    with pytest.raises(TypeError, match="value must be a number, got str"):
+        writer.scalar("loss", "0.5", 1)
+    with pytest.raises(ValueError, match=r"value must hold exactly one element, got shape \(2,\)"):
+        writer.scalar("loss", np.zeros(2), 1)
+    writer.scalar("loss", jnp.float32(0.25), 2)
+    writer.close()
+    events = load_run(tmp_path).Tensors("loss")
+    assert [(e.step, float(tensor_util.make_ndarray(e.tensor_proto))) for e in events] == [
+        (0, 0.5),
+        (2, 0.25),
+    ]
+
+
 def test_images_keep_max_outputs_and_gray_becomes_rgb(tmp_path):
     batch = np.random.default_rng(0).integers(0, 256, (5, 4, 6), dtype=np.uint8)  # [K, H, W]
     with_writer = SummaryWriter(tmp_path)

@@ -69,3 +69,14 @@ def test_steps_and_walltimes():
     assert check_walltime(np.float32(2.5)) == 2.5 and check_walltime(3) == 3.0
     with pytest.raises(TypeError):
         check_walltime(True)
+
+
+def test_small_float_scalars_of_ml_dtypes_read_exactly():
+    # jax's bfloat16 and float8 values are NumPy scalars of ml_dtypes' types on the host
+    import ml_dtypes  # installed with jax (the test extra)
+
+    assert to_float(ml_dtypes.bfloat16(2.5)) == 2.5
+    assert to_float(ml_dtypes.float8_e4m3fn(-1.5)) == -1.5
+    assert to_float(np.array(0.75, dtype=ml_dtypes.bfloat16)) == 0.75
+    with pytest.raises(TypeError, match="x must be a real number, got complex64"):
+        to_float(np.complex64(1), "x")

@@ -177,7 +177,7 @@ def to_float(value: Any, arg: str = "value") -> float:
     if isinstance(value, (str, bytes, bytearray)) or value is None:
         raise TypeError(f"{arg} must be a number, got {type_name(value)}: {value!r}")
     if isinstance(value, np.generic):
-        if value.dtype.kind in "biuf":
+        if value.dtype.kind in "biuf" or "float" in value.dtype.name:  # bfloat16, float8 too
             return float(value)
         raise TypeError(f"{arg} must be a real number, got {value.dtype}")
     arr = to_array(value, arg, allow_empty=True)

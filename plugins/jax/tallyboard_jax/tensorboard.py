@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from tallyboard import SummaryWriter as _Writer
-from tallyboard.values import check_int, check_tag, on_device
+from tallyboard.values import check_int, check_tag, on_device, to_float
 
 from . import deferred
 from .metric_writers import _hparam, _summary
@@ -52,13 +52,17 @@ class SummaryWriter:
 
     def scalar(self, tag: str, value: Any, step: int) -> None:
         """Save one number (a float32 tensor, as TensorFlow's ``tf.summary.scalar``)."""
-        if on_device(value):
-            if int(np.prod(np.shape(value))) != 1:
-                raise ValueError(f"value must hold one number, got shape {np.shape(value)}")
-            deferred.call(self._writer, "add_scalar", tag, value, step, new_style=True)
+        if on_device(value):  # read on the writer's side by the scalar kind itself
+            try:
+                self._writer.add_scalar(tag, value, step, new_style=True)
+            except (TypeError, ValueError) as exc:
+                message = str(exc)
+                if not message.startswith("scalar_value "):
+                    raise
+                # the argument named as Flax names it
+                raise type(exc)("value " + message.removeprefix("scalar_value ")) from None
         else:
-            number = float(np.array(value))
-            self._writer.add_scalar(tag, number, step, new_style=True)
+            self._writer.add_scalar(tag, to_float(value, "value"), step, new_style=True)
 
     def image(self, tag: str, image: Any, step: int, max_outputs: int = 3) -> None:
         """Save images: ``[H, W]``, ``[H, W, 1]``, ``[H, W, 3]``, ``[K, H, W]``, ``[K, H, W, 1]``
