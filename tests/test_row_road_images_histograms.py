@@ -10,6 +10,7 @@ EventAccumulator of what ``convert`` wrote) against the bytes and doubles in the
 from __future__ import annotations
 
 import io
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import numpy as np
 import pytest
 from board_support import provider_stub
 from tallyboard import SummaryRecord, SummaryWriter, convert
+from tallyboard.reading.sync import sync
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.compat.proto import summary_pb2
 from tensorboard.data.proto import data_provider_pb2 as pb
@@ -143,6 +145,23 @@ def test_convert_to_event_files_keeps_every_image_of_a_step(
     assert event.step == 5 and list(event.tensor_proto.string_val[2:]) == want
     meta = acc.SummaryMetadata("img")
     assert meta.plugin_data.plugin_name == "images"
+
+
+@pytest.mark.parametrize("run", ["jsonl", "ms"])
+def test_sync_to_event_files_keeps_every_image_of_a_step_in_one_value(
+    root: Path, tmp_path: Path, run: str
+) -> None:
+    shutil.copytree(root / run, tmp_path / run)  # sync remembers what it sent in the log dir
+    out = tmp_path / "out"
+    summary = sync(tmp_path / run, f"tfevents+{out.as_uri()}")
+    assert summary.sent == {"image": 3}
+    acc = event_accumulator.EventAccumulator(str(out), size_guidance={"tensors": 0, "images": 0})
+    acc.Reload()
+    assert acc.Tags()["images"] == []  # not one event per image, as before
+    [event] = acc.Tensors("img")
+    want = PNGS if run == "jsonl" else _ms_images(root / run)
+    assert event.step == 5 and list(event.tensor_proto.string_val[2:]) == want
+    assert sync(tmp_path / run, f"tfevents+{out.as_uri()}").total == 0  # nothing sent twice
 
 
 def _served_histograms(stub: Any, run: str) -> list[tuple[int, np.ndarray]]:

@@ -290,9 +290,9 @@ def _send_file(
         pending.clear()
         state.save()
 
-    def step(kind: str, written: bool) -> None:
+    def step(kind: str, written: bool, values: int = 1) -> None:
         counts = pending.setdefault(kind, [0, 0])
-        counts[0 if written else 1] += 1
+        counts[0 if written else 1] += values
         if counts[0] + counts[1] >= COMMIT_EVERY:
             commit()
 
@@ -332,15 +332,22 @@ def _send_file(
             summary._skip(kind, len(rows) - first, reason or f"kind {kind!r} has no from_row")
             done[kind] = len(rows)
             continue
-        for row in rows[first:]:
-            try:  # the payload a decoder gave, as it is; else what from_row rebuilds
-                tag, value = k.rebuild(row)
-                data = encode(tag, int(row["step"]), float(row["wall_time"]), value)
+        # the payloads a decoder gave, as they are, else what from_row rebuilds; a tag's values
+        # of one step joined where the target holds them in one summary, as convert joins them
+        joined = sinks.spec.tensorboard_summaries
+        for group, built in k.rebuild_rows(rows[first:], join=joined):
+            row = group[0]
+            try:
+                if isinstance(built, Exception):
+                    raise built
+                step_, wall = int(row["step"]), float(row["wall_time"])
+                data = [encode(tag, step_, wall, value) for tag, value in built]
             except Exception as exc:
                 where = f"{row.get('tag')!r} at step {row.get('step')}"
-                summary._skip(kind, 1, f"{where} not rebuilt or refused: {exc!r}")
-                step(kind, False)
+                summary._skip(kind, len(group), f"{where} not rebuilt or refused: {exc!r}")
+                step(kind, False, len(group))
                 continue
-            sinks.get(run).write(data)
-            step(kind, True)
+            for item in data:
+                sinks.get(run).write(item)
+            step(kind, True, len(group))  # confirmed as a whole: never sent again in part
         commit()
