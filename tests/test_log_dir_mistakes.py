@@ -3,11 +3,14 @@ before anything is written; ``tallyboard.read`` of a folder with no runs says so
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tallyboard
+import tallyboard.paths
 from tallyboard import SummaryRecord, SummaryWriter
 from tallyboard.monitor import TensorboardEventHandler
 from tallyboard.warn import ReadWarning
@@ -72,3 +75,25 @@ def test_reading_runs_that_match_none_warns_naming_the_selection(tmp_path: Path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(tallyboard.read(tmp_path / "runs")) == 1
+
+
+def test_a_log_dir_another_rank_makes_at_the_same_moment_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ranks opening one log dir at once (ranks="all"): the directory appears between the look
+    # for a directory and the look for a file in its way (seen in a two-rank gloo job).
+    target = tmp_path / "all"
+    isdir = os.path.isdir
+
+    def isdir_then_made_by_another_rank(path: Any) -> bool:
+        found = isdir(path)
+        if os.fspath(path) == str(target) and not os.path.lexists(target):
+            target.mkdir()
+        return found
+
+    monkeypatch.setattr(os.path, "isdir", isdir_then_made_by_another_rank)
+    tallyboard.paths.check_log_dir(target)  # no "is a file" error
+    monkeypatch.undo()
+    with SummaryWriter(target) as writer:
+        writer.add_scalar("loss", 0.5, 0)
+    assert [p.name.startswith("events.out.tfevents") for p in target.iterdir()] == [True]

@@ -47,10 +47,12 @@ def silent_url() -> Iterator[str]:
 
 def _sink_threads(name: str) -> list[threading.Thread]:
     """The sender threads of sinks named ``name`` still running a moment after ``close()``
-    returned (a thread that gave up ends at once; one inside a call ends with the call)."""
+    returned (a thread that gave up ends at once; one inside a call ends with the call, its
+    timeout within the deadline: 0.5 s was once too short on a loaded machine, and a call
+    MLflow's own client would make waits 120 s)."""
     threads = [t for t in threading.enumerate() if t.name.startswith(f"tallyboard-{name}-")]
     for thread in threads:
-        thread.join(0.5)
+        thread.join(3.0)
     return [t for t in threads if t.is_alive()]
 
 

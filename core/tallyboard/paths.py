@@ -87,7 +87,8 @@ def check_log_dir(log_dir: str | os.PathLike[str], arg: str = "log_dir") -> None
         return
     probe = os.path.abspath(path)
     while not os.path.isdir(probe):
-        if os.path.lexists(probe):
+        # (made a directory in between by another process, another rank: not an error)
+        if os.path.lexists(probe) and not os.path.isdir(probe):
             where = (
                 "is a file" if probe == os.path.abspath(path) else f"lies under the file {probe!r}"
             )
