@@ -302,8 +302,9 @@ _pending: deque[Pending] = deque()
 _making: dict[int, int] = {}  # id of a Pending being made -> the thread making it
 _jax_types: set[type] = set()  # types found to be jax arrays or tracers
 _tracer_types: set[type] = set()  # those of them that are tracers
-#: How many entries ``_pending`` may hold before the call tidies it (drops those the writers
-#: have made): tidying every call cost a caller a few microseconds while a step runs.
+#: How many entries ``_pending`` may hold before a scalars' call tidies it (drops those the
+#: writers have made): tidying every call cost a caller a few microseconds while a step runs.
+#: A call that defers arrays tidies it every time, so a made array's payload is not kept.
 _TIDY_AT = 64
 
 
@@ -513,8 +514,7 @@ def _defer(
             else:
                 out.append(Pending(maker, *next(jax_copies)))
     _pending.extend(out)
-    if len(_pending) > _TIDY_AT or len(_pending) > MAX_PENDING_DEVICE_VALUES:
-        _make_room()
+    _make_room()  # every call: a made array's payload is not kept here a moment longer
     return out
 
 
