@@ -304,7 +304,8 @@ _jax_types: set[type] = set()  # types found to be jax arrays or tracers
 _tracer_types: set[type] = set()  # those of them that are tracers
 #: How many entries ``_pending`` may hold before a scalars' call tidies it (drops those the
 #: writers have made): tidying every call cost a caller a few microseconds while a step runs.
-#: A call that defers arrays tidies it every time, so a made array's payload is not kept.
+#: A call that defers arrays tidies it every time: an array's made payload is let go by the
+#: next such call, or within 64 scalars.
 _TIDY_AT = 64
 
 
@@ -514,7 +515,7 @@ def _defer(
             else:
                 out.append(Pending(maker, *next(jax_copies)))
     _pending.extend(out)
-    _make_room()  # every call: a made array's payload is not kept here a moment longer
+    _make_room()  # every call: made payloads of arrays are let go at once
     return out
 
 
