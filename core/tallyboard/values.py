@@ -426,8 +426,9 @@ def _start_jax(
     """Where to read jax ``values`` from, with their sizes: a host copy made now for a value
     already computed; for one still being computed, a reference the writer's side reads (with
     :data:`COPY_DEVICE_VALUES`, a copy on its device, made in one dispatch for all, that
-    outlives a later ``delete()`` or donation of the original). ``nbytes``: each value's size when the caller knows it (every
-    look at a jax value costs while a step runs); ``scalars``: every value holds one element."""
+    outlives a later ``delete()`` or donation of the original). ``nbytes``: each value's size
+    when the caller knows it (every look at a jax value costs while a step runs); ``scalars``:
+    every value holds one element."""
     jax = sys.modules["jax"]
     tracer = jax.core.Tracer
     # A value already computed is read now (a copy on the host, waiting for nothing: safe from
