@@ -293,6 +293,27 @@ def test_pending_values_stay_within_the_bound(logdir, monkeypatch):
     assert [e.value for e in load_run(logdir).Scalars("x")] == [float(i) for i in range(20)]
 
 
+def test_a_value_still_computing_is_written_under_the_step_and_tag_as_emit_writes_them(logdir):
+    class Tag(str):
+        pass
+
+    numbers = computing(jnp.float32(0.5), jnp.float32(1.5))
+    with SummaryWriter(logdir) as writer:
+        writer.add_scalar("loss", numbers[0], np.int64(3))  # a NumPy step, as torch's accepts
+        writer.add_scalar(Tag("other"), numbers[1], 4)
+        assert not any(n.is_ready() for n in numbers)  # both checked, neither waited for
+    run = load_run(logdir)
+    assert [(e.step, e.value) for e in run.Scalars("loss")] == [(3, 0.5)]
+    assert [(e.step, e.value) for e in run.Scalars("other")] == [(4, 1.5)]
+    with SummaryWriter(logdir) as writer:  # the bad ones refused in the call, nothing pending
+        (value,) = computing(jnp.float32(2.5))
+        with pytest.raises(TypeError, match="global_step must be an int"):
+            writer.add_scalar("loss", value, 2.0)
+        with pytest.raises(ValueError, match="outside the int64 range"):
+            writer.add_scalar("loss", value, 2**63)
+    assert all(p.done for p in values._pending)
+
+
 def test_a_value_asked_for_by_two_threads_at_once_is_made_once():
     # The writer's thread and a caller at the bound may both ask for the oldest pending value:
     # it is made (and a lost one warned of) once, and both get the same payload.

@@ -192,38 +192,32 @@ class ValueRoad:
         On a rank that writes nothing it only checks; where the tag is reduced across ranks
         (``reduce=``) the value is materialised in the call.
         """
+        try:  # emit's checks, the tag and step as emit would write them
+            if type(tag) is not str or tag not in _valid_tags:
+                tag = check_tag(tag)
+                if len(_valid_tags) < 100_000:
+                    _valid_tags.add(tag)
+            if global_step is not None and (
+                type(global_step) is not int or not _INT64_MIN <= global_step <= _INT64_MAX
+            ):
+                global_step = check_step(global_step)
+            wall = _now() if walltime is None else check_walltime(walltime)
+        except BaseException:
+            payload.drop()  # refused: nothing is left pending
+            raise
         payload.label = (tag, global_step)  # named if the value is lost (values.DeviceValueLost)
-        if not (
-            type(tag) is str
-            and tag in _valid_tags
-            and walltime is None
-            and (
-                global_step is None
-                or (type(global_step) is int and _INT64_MIN <= global_step <= _INT64_MAX)
-            )
-        ):
-            try:
-                _check_only(kind, tag, payload, global_step, walltime)
-            except BaseException:
-                payload.drop()  # refused: nothing is left pending
-                raise
         plan = self._plan
         if not plan.writes:
             payload.drop()
             return
         sync = self._rank_sync
-        if plan.suffix or (sync is not None and type(tag) is str and sync.op_for(tag)):
-            self.emit(kind, tag, payload.result(), global_step, walltime)
+        if plan.suffix or (sync is not None and sync.op_for(tag)):
+            self.emit(kind, tag, payload.result(), global_step, wall)
             return
         # emit's loop along the routes of a value still on a device, which are all deferred:
-        # written out here (emit's checks are done) because right after a step is dispatched
-        # each line of the call costs microseconds (docs/jax.md, "Measured")
-        value = (
-            tag,
-            global_step,
-            _now() if walltime is None else check_walltime(walltime),
-            payload,
-        )
+        # written out here (the checks are done) because right after a step is dispatched each
+        # line of the call costs microseconds (docs/jax.md, "Measured")
+        value = (tag, global_step, wall, payload)
         if self._closed:
             self._open()
         try:
