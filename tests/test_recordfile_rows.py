@@ -180,3 +180,20 @@ def test_a_closed_file_refuses_deferred_records_and_other_types_are_named(tmp_pa
     with pytest.raises(ValueError, match="closed"):
         rf.write(Deferred(lambda: b"late", (), 4))
     assert records((tmp_path / "f").read_bytes()) == [b"ok"]
+
+
+def test_a_deferred_of_a_plugins_own_subclass_is_queued_in_order(tmp_path):
+    class Counted(Deferred):  # a sink's own Deferred, as a plugin author may write one
+        calls = 0
+
+        def __call__(self):
+            Counted.calls += 1
+            return super().__call__()
+
+    rf = RecordFile(LocalAppendFile(str(tmp_path / "f")), max_queue=100, flush_secs=3600)
+    rf.write(b"first")
+    rf.write(Counted(lambda: b"second", (), 6))
+    rf.write(b"third")
+    rf.close()
+    assert records((tmp_path / "f").read_bytes()) == [b"first", b"second", b"third"]
+    assert Counted.calls == 1

@@ -160,7 +160,7 @@ class RecordFile:
                 self._count += 1
                 self._handoff()  # wait for room now, not max_queue records later
                 return
-        elif type(record) is Deferred and self._accepting:  # an encode postponed (a device value)
+        elif isinstance(record, Deferred) and self._accepting:  # an encode postponed
             self._bytes_in += (record.size_hint if size is None else size) - ROW_BYTES
             self._deferred += 1
             self._pending.append(record)
@@ -170,7 +170,7 @@ class RecordFile:
                 return
         else:
             self._raise_if_failed()
-            if type(record) is bytes or type(record) is Deferred:
+            if type(record) is bytes or isinstance(record, Deferred):
                 self._accepting = True  # the error was raised before: accept records again
                 self.write(record, size)
                 return

@@ -123,7 +123,7 @@ class MetricWriter:
         # right after a step is dispatched every line of the call costs (docs/jax.md, Measured)
         items = scalars.items() if type(scalars) is dict else _mapping(scalars, "scalars")
         if self._wait:
-            items = [(k, self._host(v)) for k, v in _mapping(scalars, "scalars")]
+            items = [(k, self._host(v)) for k, v in items]
         log = self._log
         devices = []
         for key, value in items:
