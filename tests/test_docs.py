@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ray_support import GCS_PORT_WAIT_S
 from tb_server import tensorboard_server
 from test_example_plugin import EXAMPLE, example_installed  # noqa: F401 (fixture)
 
@@ -238,6 +239,8 @@ EXAMPLE_PRELUDE = (
 
 def _env(cwd: Path, marks: set[str], extra: dict[str, str]) -> dict[str, str]:
     env = dict(os.environ, TALLYBOARD_REPO=str(ROOT), **extra)
+    # a block that starts Ray (docs/sweeps-beyond-one-machine.md): as tests/ray_support starts it
+    env.update(RAY_USAGE_STATS_ENABLED="0", RAY_gcs_server_port_wait_time_s=GCS_PORT_WAIT_S)
     env.pop("PYTHONWARNINGS", None)
     if marks & {"example", "fragment", "pytest"}:
         paths = [str(EXAMPLE), env.get("PYTHONPATH", "")]
