@@ -311,7 +311,27 @@ def test_a_value_still_computing_is_written_under_the_step_and_tag_as_emit_write
             writer.add_scalar("loss", value, 2.0)
         with pytest.raises(ValueError, match="outside the int64 range"):
             writer.add_scalar("loss", value, 2**63)
-    assert all(p.done for p in values._pending)
+    assert _kept() == []
+
+
+def _kept():
+    """The deferred values still held: by a writer, or by the bound's list alone."""
+    return [p for p in (ref() for ref in values._pending) if p is not None]
+
+
+def test_a_made_payload_is_let_go_once_the_writers_have_written_it(logdir):
+    # A tensor's payload is its whole host array: nothing may keep it once it is in the file
+    # (not the bound's list until the next call that tidies it).
+    big, image, loss = computing(jnp.ones((500, 500)) * 2, jnp.ones((3, 8, 8)), jnp.float32(1))
+    with SummaryWriter(logdir) as writer:
+        writer.add_tensor("t", big, 0)
+        writer.add_image("i", image, 0)
+        writer.add_scalar("s", loss, 0)
+        writer.flush()
+        assert _kept() == []
+    run = load_run(logdir)
+    assert tensor_util.make_ndarray(run.Tensors("t")[0].tensor_proto).sum() == 2 * 500 * 500
+    assert [e.value for e in run.Scalars("s")] == [1.0] and len(run.Images("i")) == 1
 
 
 def test_a_value_asked_for_by_two_threads_at_once_is_made_once():
@@ -345,7 +365,7 @@ def test_a_writer_that_writes_nothing_keeps_no_device_value(logdir):
     with SummaryWriter(logdir, write_to_disk=False) as writer:
         writer.add_scalar("loss", loss, 0)
         assert not loss.is_ready()  # checked, not waited for
-    assert all(p.done for p in values._pending)  # nothing left for the bound to wait for
+    assert _kept() == []  # nothing left for the bound to wait for
 
 
 def test_a_sharded_array_reads_as_np_asarray(tmp_path):

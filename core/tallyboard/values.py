@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -298,14 +299,15 @@ MAX_PENDING_DEVICE_VALUES = 1024
 #: setting (its payload is still made on the writer's side), so it is always safe.
 COPY_DEVICE_VALUES: bool | str = "arrays"
 
-_pending: deque[Pending] = deque()
+#: The values deferred so far, oldest first, by weak reference: one the writers have made and let
+#: go is gone at once (its payload with it), and is dropped from here when the deque is tidied.
+_pending: deque[weakref.ref[Pending]] = deque()
 _making: dict[int, int] = {}  # id of a Pending being made -> the thread making it
 _jax_types: set[type] = set()  # types found to be jax arrays or tracers
 _tracer_types: set[type] = set()  # those of them that are tracers
 #: How many entries ``_pending`` may hold before a scalars' call tidies it (drops those the
-#: writers have made): tidying every call cost a caller a few microseconds while a step runs.
-#: A call that defers arrays tidies it every time: an array's made payload is let go by the
-#: next such call, or within 64 scalars.
+#: writers have made or let go): tidying every call cost a caller a few microseconds while a
+#: step runs. A call that defers arrays tidies it every time.
 _TIDY_AT = 64
 
 
@@ -344,7 +346,7 @@ class Pending:
         nbytes: The value's size on the host, for the writer's bound on pending bytes.
     """
 
-    __slots__ = ("_make", "_source", "_event", "_value", "_error", "nbytes", "label")
+    __slots__ = ("_make", "_source", "_event", "_value", "_error", "nbytes", "label", "__weakref__")
 
     def __init__(
         self, make: Callable[[np.ndarray], Any], source: Any, nbytes: int, event: Any = None
@@ -515,8 +517,8 @@ def _defer(
                 out.append(Pending(maker, *_start_torch_cuda(value)))
             else:
                 out.append(Pending(maker, *next(jax_copies)))
-    _pending.extend(out)
-    _make_room()  # every call: made payloads of arrays are let go at once
+    _pending.extend(map(weakref.ref, out))
+    _make_room()  # every call
     return out
 
 
@@ -561,7 +563,7 @@ def defer_floats(
                 Pending(_to_number if wrap is None else _number_maker(wrap), source, dtype.itemsize)
             )
         else:
-            _pending.extend(out)
+            _pending.extend(map(weakref.ref, out))
             n = len(_pending)
             if n > _TIDY_AT or n > MAX_PENDING_DEVICE_VALUES:
                 _make_room()
@@ -667,10 +669,14 @@ def defer_call(
 
 
 def _make_room() -> None:
-    """Drop what the writers have materialised; then materialise the oldest until in bound."""
-    while _pending and (_pending[0].done or len(_pending) > MAX_PENDING_DEVICE_VALUES):
-        oldest = _pending.popleft()
-        if not oldest.done:
+    """Drop from the front what the writers have made or let go; then make the oldest until in
+    bound."""
+    while _pending:
+        oldest = _pending[0]()
+        if oldest is not None and not oldest.done and len(_pending) <= MAX_PENDING_DEVICE_VALUES:
+            return
+        _pending.popleft()
+        if oldest is not None and not oldest.done:
             try:
                 oldest.result()
             except Exception:
