@@ -444,3 +444,15 @@ def test_every_add_method_writes_for_a_jax_array_what_it_writes_for_its_numpy_ar
         for run in ("jax", "numpy")
     )
     assert len(got) == len(calls) and got == want
+
+
+def test_a_reduced_tags_device_value_is_not_waited_for_in_the_call(logdir):
+    loss, image = computing(jnp.float32(0.5), jnp.ones((3, 4, 4)))
+    with SummaryWriter(logdir, reduce="mean") as writer:  # one process: the mean of rank 0's
+        writer.add_scalar("loss", loss, 1)
+        assert not loss.is_ready()  # kept for sync(), which reads it
+        writer.add_scalar("loss", jnp.float32(1.5), 1)
+        writer.add_image("loss", image, 1)  # not a number: written as is
+    run = load_run(logdir)
+    assert [(e.step, e.value) for e in run.Scalars("loss")] == [(1, 1.0)]
+    assert len(run.Images("loss")) == 1

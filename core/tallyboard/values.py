@@ -422,6 +422,17 @@ class Pending:
             raise DeviceValueLost(message) from exc
 
 
+class PendingFloat(Pending):
+    """A :class:`Pending` whose payload is a Python float (:func:`defer_float` with no
+    ``wrap``): a value a writer may reduce across ranks (``reduce=``) without waiting for it."""
+
+    __slots__ = ()
+
+
+def _pending_of(make: Callable[[np.ndarray], Any]) -> type[Pending]:
+    return PendingFloat if make is _to_number else Pending
+
+
 def _start_jax(
     values: Sequence[Any], nbytes: list[int] | None = None, scalars: bool = False
 ) -> list[tuple[Any, int]]:
@@ -507,16 +518,18 @@ def _defer(
 ) -> list[Pending]:
     """:func:`defer_device` with one ``make`` per value (and, when known, their sizes)."""
     if nbytes is not None:  # jax scalars only, their sizes known (defer_floats): the common case
-        out = [Pending(m, *c) for m, c in zip(makes, _start_jax(values, nbytes, scalars=True))]
+        out = [
+            _pending_of(m)(m, *c) for m, c in zip(makes, _start_jax(values, nbytes, scalars=True))
+        ]
     else:
         jax_values = [v for v in values if not type(v).__module__.startswith("torch")]
         jax_copies = iter(_start_jax(jax_values)) if jax_values else iter(())
         out = []
         for value, maker in zip(values, makes, strict=True):
             if type(value).__module__.startswith("torch"):
-                out.append(Pending(maker, *_start_torch_cuda(value)))
+                out.append(_pending_of(maker)(maker, *_start_torch_cuda(value)))
             else:
-                out.append(Pending(maker, *next(jax_copies)))
+                out.append(_pending_of(maker)(maker, *next(jax_copies)))
     _pending.extend(map(weakref.ref, out))
     _make_room()  # every call
     return out
@@ -546,7 +559,7 @@ def defer_floats(
         # The common case, jax arrays of types seen before and not copied on their device, in
         # as few Python steps as can be: right after a step is dispatched, every line of the
         # call runs on cold caches and costs microseconds (see docs/jax.md, "Measured").
-        out = []
+        out: list[Pending] = []
         for value, arg, wrap in items:
             tp = type(value)
             if tp not in _jax_types or tp in _tracer_types:
@@ -559,9 +572,10 @@ def defer_floats(
                 _check_one_real(shape, dtype, arg)  # raises
             # A value already computed is read now, safe from a later delete() or donation.
             source = np.array(value, copy=True) if value.is_ready() else value
-            out.append(
-                Pending(_to_number if wrap is None else _number_maker(wrap), source, dtype.itemsize)
-            )
+            if wrap is None:
+                out.append(PendingFloat(_to_number, source, dtype.itemsize))
+            else:
+                out.append(Pending(_number_maker(wrap), source, dtype.itemsize))
         else:
             _pending.extend(map(weakref.ref, out))
             n = len(_pending)

@@ -21,6 +21,7 @@ from tallyboard.plugin.sinks import Deferred
 from tallyboard.ranks import reduce as distributed
 from tallyboard.values import (
     Pending,
+    PendingFloat,
     check_step,
     check_tag,
     check_walltime,
@@ -190,8 +191,9 @@ class ValueRoad:
         ``tallyboard.values.Pending``) and encodes it, in the order of the calls. A failure to
         make it is raised by a later call, as a sink's write error is.
 
-        On a rank that writes nothing it only checks; where the tag is reduced across ranks
-        (``reduce=``) the value is materialised in the call.
+        On a rank that writes nothing it only checks. Where the tag is reduced across ranks
+        (``reduce=``) every rank keeps a number (a :class:`~tallyboard.values.PendingFloat`)
+        until :meth:`sync`, which makes it; any other payload is made in the call.
         """
         try:
             tag, global_step, wall = _checked(tag, global_step, walltime)
@@ -199,12 +201,18 @@ class ValueRoad:
             payload.drop()  # refused: nothing is left pending
             raise
         payload.label = (tag, global_step)  # named if the value is lost (values.DeviceValueLost)
+        sync = self._rank_sync
+        if sync is not None and (op := sync.op_for(tag)) is not None:
+            if type(payload) is PendingFloat:  # every rank adds it, writing or not: made at sync()
+                sync.add_deferred(kind, tag, op, global_step, payload, wall)
+            else:  # what emit does with it (a float is reduced, anything else written as is)
+                self.emit(kind, tag, payload.result(), global_step, wall)
+            return
         plan = self._plan
         if not plan.writes:
             payload.drop()
             return
-        sync = self._rank_sync
-        if plan.suffix or (sync is not None and sync.op_for(tag)):
+        if plan.suffix:
             self.emit(kind, tag, payload.result(), global_step, wall)
             return
         # emit's loop along the routes of a value still on a device, which are all deferred:

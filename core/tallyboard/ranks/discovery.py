@@ -1,8 +1,9 @@
 """Which rank of a distributed job this process is, found without importing torch.
 
 The rank comes from an initialised ``torch.distributed`` process group when torch is already
-imported, else from what launchers set (torchrun's ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``, Slurm,
-Open MPI), else this is the only process.
+imported, else from an initialised ``jax.distributed`` job when jax is already imported (its
+``jax.process_index()``), else from what launchers set (torchrun's
+``RANK``/``WORLD_SIZE``/``LOCAL_RANK``, Slurm, Open MPI), else this is the only process.
 """
 
 from __future__ import annotations
@@ -55,6 +56,21 @@ def from_process_group() -> RankInfo | None:
     return RankInfo(rank, world, local if local is not None else rank, "torch.distributed")
 
 
+def from_jax() -> RankInfo | None:
+    """The process index of an initialised ``jax.distributed`` job, if jax is imported."""
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return None
+    try:
+        if not jax.distributed.is_initialized():
+            return None
+        rank, world = int(jax.process_index()), int(jax.process_count())
+    except Exception:
+        return None
+    local = _env_int("LOCAL_RANK")
+    return RankInfo(rank, world, local if local is not None else rank, "jax.distributed")
+
+
 def from_environment() -> RankInfo | None:
     """The rank a launcher put in the environment, if any."""
     for source, rank_var, world_var, local_var in _ENV_SOURCES:
@@ -67,8 +83,9 @@ def from_environment() -> RankInfo | None:
 
 
 def current() -> RankInfo:
-    """This process's rank: process group first, then the launcher's environment."""
-    return from_process_group() or from_environment() or RankInfo()
+    """This process's rank: torch's process group first, then jax's job, then the launcher's
+    environment."""
+    return from_process_group() or from_jax() or from_environment() or RankInfo()
 
 
 def in_dataloader_worker() -> bool:

@@ -7,7 +7,9 @@ Two parts, both used by :class:`~tallyboard.SummaryWriter`:
   into which sub-run, with which tag suffix.
 - :class:`RankSync` buffers values to be reduced across ranks and, at :meth:`RankSync.run` (a point
   every rank reaches: the writer's ``sync()``, ``flush()`` or ``close()``), reduces all of them
-  at once on a dedicated process group that has a timeout: a one-number ``all_reduce`` (does
+  at once. In a ``jax.distributed`` job (and no torch process group) each rank's rows go to rank
+  0 through the job's key-value store. Otherwise it runs on a dedicated torch process group that
+  has a timeout: a one-number ``all_reduce`` (does
   every rank's data fit the cached slot layout?) and one ``gather`` of a packed float64 tensor
   to rank 0, whatever the number of values. Only when some rank logged a key the layout lacks do
   the ranks also exchange their key sets (``all_gather_object``), so ranks that logged different
@@ -18,8 +20,11 @@ Two parts, both used by :class:`~tallyboard.SummaryWriter`:
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import threading
+import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -132,24 +137,38 @@ def _process_group(timeout: float) -> tuple[Any, Any, Any]:
     return dist, group, device
 
 
-def _world(pending: bool) -> int:
-    """Ranks to reduce over: the process group's size, 1 when there is none and no launcher.
-
-    Without a process group a rank with ``pending`` values in a multi-rank job is an error.
-    """
+def _torch_group() -> Any:
+    """``torch.distributed`` when it has an initialised default group (torch imported only
+    when a launcher says this is one of several ranks), else None."""
     import sys
 
     dist = sys.modules.get("torch.distributed")
     if dist is None and _ranks.from_environment() is not None:
         import torch.distributed as dist
     if dist is not None and dist.is_available() and dist.is_initialized():
+        return dist
+    return None
+
+
+def _world(pending: bool) -> int:
+    """Ranks to reduce over: the torch process group's size, else the jax job's process count,
+    1 when there is neither and no launcher.
+
+    Without either a rank with ``pending`` values in a multi-rank job is an error.
+    """
+    dist = _torch_group()
+    if dist is not None:
         return int(dist.get_world_size())
+    jax_job = _ranks.from_jax()
+    if jax_job is not None:
+        return jax_job.world_size
     info = _ranks.from_environment()
     if pending and info is not None and info.world_size > 1:
         raise RankSyncError(
             f"values are to be reduced across {info.world_size} ranks ({info.source} says so) but "
             "torch.distributed has no process group: call torch.distributed.init_process_group() "
-            "on every rank before the first sync(), flush() or close()"
+            "(or, in a jax job, jax.distributed.initialize()) on every rank before the first "
+            "sync(), flush() or close()"
         )
     return 1
 
@@ -162,6 +181,9 @@ class RankSync:
         self.timeout = check_timeout(timeout)
         self._lock = threading.Lock()
         self._rows: dict[Key, dict[int | None, list[float]]] = {}
+        #: Values still on a device, ``add``-ed at the next run (a call never waits for them)
+        self._deferred: list[tuple[str, str, str, int | None, Any, float]] = []
+        self._rounds = 0  # runs so far: the same on every rank (each rank runs in step)
         self._layout: list[tuple[Key, int]] = []  # slot -> (key, j-th step of that key)
         self._broken: str | None = None
         self.serial = next(_serials)
@@ -195,6 +217,15 @@ class RankSync:
             if wall > row[_WALL]:
                 row[_WALL] = wall
 
+    def add_deferred(
+        self, kind: str, tag: str, op: str, step: int | None, pending: Any, wall: float
+    ) -> None:
+        """:meth:`add` of a value still on a device (a ``tallyboard.values.Pending`` of a
+        float): made at the next :meth:`run`, so the call does not wait for the device."""
+        self.closed = False
+        with self._lock:
+            self._deferred.append((kind, tag, op, step, pending, wall))
+
     def add_window(self, name: str, step: int, fields: Mapping[str, float], wall: float) -> None:
         """Queue one closed Stat window: ``fields`` maps aggregation names (``"mean"``...) to values."""
         get = fields.get
@@ -207,11 +238,25 @@ class RankSync:
     def run(self) -> list[Result]:
         """Reduce every queued value across ranks (collective): the points to write, sorted."""
         if _ranks.in_dataloader_worker():  # a forked copy of a rank: never a collective
-            self._rows = {}
+            self._rows, self._deferred = {}, []
             return []
         if self._broken is not None:
             raise RankSyncError(self._broken)
-        world = _world(bool(self._rows))  # no process group: the values stay queued
+        world = _world(bool(self._rows or self._deferred))  # no group: the values stay queued
+        with self._lock:
+            deferred, self._deferred = self._deferred, []
+        for kind, tag, op, step, pending, wall in deferred:  # made here, in order
+            try:
+                value = pending.result()
+            except Exception as exc:  # this rank still joins the others
+                warnings.warn(
+                    f"{tag!r} at step {step} is not reduced on this rank: its device value could "
+                    f"not be read ({type(exc).__name__}: {exc})",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                continue
+            self.add(kind, tag, op, step, value, wall)
         with self._lock:
             taken, self._rows = self._rows, {}
         local = [
@@ -222,7 +267,10 @@ class RankSync:
         if world == 1:
             return _combine({(key, j): [(0, row)] for key, j, row in local})
         try:
-            per_slot = self._exchange(local, world)
+            if _torch_group() is not None:
+                per_slot = self._exchange(local, world)
+            else:
+                per_slot = self._exchange_jax(local, world)
         except RankSyncError as exc:
             self._broken = str(exc)
             raise
@@ -288,6 +336,43 @@ class RankSync:
                 row = values[i * _FIELDS : (i + 1) * _FIELDS]
                 if row[_USED] == 1.0:
                     per_slot.setdefault(slot, []).append((rank, row))
+        return per_slot
+
+    def _exchange_jax(
+        self, local: list[tuple[Key, int, list[float]]], world: int
+    ) -> dict[tuple[Key, int], list[tuple[int, list[float]]]]:
+        """:meth:`_exchange` in a ``jax.distributed`` job: each rank puts its rows in the job's
+        key-value store and rank 0 takes them, waiting ``timeout`` seconds at most (no device
+        collective, which could wait for ever, and none to compile)."""
+        import jax
+        from jax._src import distributed  # the job's store: jax names it nowhere public
+
+        client: Any = distributed.global_state.client
+        rank = jax.process_index()
+        prefix = f"tallyboard/sync/{self.serial}/{self._rounds}/"
+        self._rounds += 1
+        if rank != 0:
+            rows = [[*key, j, row] for key, j, row in local]
+            client.key_value_set_bytes(prefix + str(rank), json.dumps(rows).encode())
+            return {}
+        per_slot: dict[tuple[Key, int], list[tuple[int, list[float]]]] = {}
+        for key, j, row in local:
+            per_slot[(key, j)] = [(0, row)]
+        deadline = time.monotonic() + self.timeout
+        for other in range(1, world):
+            wait_ms = max(1, int((deadline - time.monotonic()) * 1000))
+            try:
+                data = client.blocking_key_value_get_bytes(prefix + str(other), wait_ms)
+            except Exception as exc:
+                raise RankSyncError(
+                    f"rank {other} of the jax job did not sync within {self.timeout:g} s "
+                    f"(sync_timeout): it may have exited, or not reached sync()/flush()/close() "
+                    f"of this writer (#{self.serial} in creation order) as often as this rank "
+                    f"({type(exc).__name__}: {exc}); no later sync is attempted"
+                ) from exc
+            client.key_value_delete(prefix + str(other))
+            for kind, tag, op, j, row in json.loads(data):
+                per_slot.setdefault(((kind, tag, op), j), []).append((other, row))
         return per_slot
 
 
