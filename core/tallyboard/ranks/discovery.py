@@ -52,8 +52,7 @@ def from_process_group() -> RankInfo | None:
         rank, world = int(dist.get_rank()), int(dist.get_world_size())
     except Exception:
         return None
-    local = _env_int("LOCAL_RANK")
-    return RankInfo(rank, world, local if local is not None else rank, "torch.distributed")
+    return _joined(rank, world, "torch.distributed")
 
 
 def from_jax() -> RankInfo | None:
@@ -67,8 +66,13 @@ def from_jax() -> RankInfo | None:
         rank, world = int(jax.process_index()), int(jax.process_count())
     except Exception:
         return None
+    return _joined(rank, world, "jax.distributed")
+
+
+def _joined(rank: int, world: int, source: str) -> RankInfo:
+    """A rank a framework's job gave: its local rank from ``LOCAL_RANK``, else the rank."""
     local = _env_int("LOCAL_RANK")
-    return RankInfo(rank, world, local if local is not None else rank, "jax.distributed")
+    return RankInfo(rank, world, local if local is not None else rank, source)
 
 
 def from_environment() -> RankInfo | None:

@@ -150,13 +150,13 @@ def _torch_group() -> Any:
     return None
 
 
-def _world(pending: bool) -> int:
-    """Ranks to reduce over: the torch process group's size, else the jax job's process count,
-    1 when there is neither and no launcher.
+def _world(pending: bool, dist: Any) -> int:
+    """Ranks to reduce over: the size of torch's process group (``dist``, from
+    :func:`_torch_group`), else the jax job's process count, 1 when there is neither and no
+    launcher.
 
     Without either a rank with ``pending`` values in a multi-rank job is an error.
     """
-    dist = _torch_group()
     if dist is not None:
         return int(dist.get_world_size())
     jax_job = _ranks.from_jax()
@@ -242,7 +242,8 @@ class RankSync:
             return []
         if self._broken is not None:
             raise RankSyncError(self._broken)
-        world = _world(bool(self._rows or self._deferred))  # no group: the values stay queued
+        dist = _torch_group()
+        world = _world(bool(self._rows or self._deferred), dist)  # no group: values stay queued
         with self._lock:
             deferred, self._deferred = self._deferred, []
         for kind, tag, op, step, pending, wall in deferred:  # made here, in order
@@ -267,7 +268,7 @@ class RankSync:
         if world == 1:
             return _combine({(key, j): [(0, row)] for key, j, row in local})
         try:
-            if _torch_group() is not None:
+            if dist is not None:
                 per_slot = self._exchange(local, world)
             else:
                 per_slot = self._exchange_jax(local, world)
